@@ -1,0 +1,17 @@
+# Every dependency comes from Debian bookworm packages (see scripts/install-deps.sh).
+
+find_package(Threads REQUIRED)
+# Boost 1.81 (libboost1.81-dev): Asio + Beast with C++20 coroutines and as_tuple.
+find_package(Boost 1.81 REQUIRED CONFIG COMPONENTS json)
+find_package(yaml-cpp REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(fmt REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(OpenSSL REQUIRED)
+
+if(OMNI_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(OMNI_BUILD_BENCH)
+  find_package(benchmark REQUIRED)
+endif()

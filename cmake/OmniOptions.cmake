@@ -1,0 +1,38 @@
+# Compiler flags for Omni's own targets. Third-party headers come in as SYSTEM includes,
+# so -Werror applies to our code only.
+
+add_library(omni_warnings INTERFACE)
+target_compile_options(omni_warnings INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast
+  -Woverloaded-virtual -Wconversion
+  -Wformat=2 -Wimplicit-fallthrough)
+if(OMNI_WERROR)
+  target_compile_options(omni_warnings INTERFACE -Werror)
+endif()
+
+if(OMNI_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer
+                      -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+# omni_target(<name>): applies the project's warning set and include layout to a target.
+function(omni_target name)
+  target_link_libraries(${name} PRIVATE omni_warnings)
+endfunction()
+
+# omni_test(<name> SOURCES ... LIBS ... [LABELS ...]): one GoogleTest executable, its tests
+# discovered into CTest. Label "unit" for pure tests, "integration" for those that spawn
+# processes; CI runs the "unit" label a second time under sanitizers.
+function(omni_test name)
+  cmake_parse_arguments(T "" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  if(NOT T_LABELS)
+    set(T_LABELS unit)
+  endif()
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gmock GTest::gtest_main omni_warnings)
+  gtest_discover_tests(${name}
+    PROPERTIES LABELS "${T_LABELS}"
+    DISCOVERY_TIMEOUT 60
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+endfunction()

@@ -1,0 +1,84 @@
+// HTTP/1.1 client on Boost.Asio + Beast with a keep-alive connection pool per endpoint.
+//
+// Two ways to call:
+//   send()  — the whole response, body included (bounded by max_body_bytes);
+//   open()  — the status and headers, then the body piece by piece as it arrives, for
+//             relaying streams (SSE) without buffering them.
+// Every connect, write and read has a timeout; every failure is a Result error, never an
+// exception: kTimeout, kUnavailable (connect refused / reset), kProtocol (malformed response),
+// kTooLarge (limits), kCancelled.
+//
+// Threading: a Client belongs to one executor (one I/O thread); call it only from coroutines
+// running there. Give each I/O thread its own Client, as Envoy gives each worker its own pools.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "omni/common/clock.hpp"
+#include "omni/common/result.hpp"
+#include "omni/http/task.hpp"
+#include "omni/http/types.hpp"
+
+namespace omni::http {
+
+using namespace std::chrono_literals;
+
+struct Endpoint {
+  std::string host;
+  std::uint16_t port = 0;
+
+  std::string to_string() const;  // "host:port" ("[::1]:8000" for IPv6 literals)
+  // Parses "host:port" or "[v6]:port"; kInvalidArgument with the reason otherwise.
+  static Result<Endpoint> parse(std::string_view text);
+  friend bool operator==(const Endpoint&, const Endpoint&) = default;
+};
+
+struct ClientOptions {
+  Duration connect_timeout = 2s;
+  Duration write_timeout = 10s;
+  Duration read_timeout = 60s;  // the longest silence allowed while reading a response
+  std::size_t max_header_bytes = 64 * 1024;
+  std::size_t max_body_bytes = 64 * 1024 * 1024;
+  std::size_t max_idle_per_endpoint = 64;  // pooled keep-alive connections kept per endpoint
+  Duration idle_timeout = 30s;             // a pooled connection unused this long is closed
+};
+
+// A response whose body is still arriving. Destroying it before the end closes the
+// connection (it cannot be reused mid-body); reading to the end returns it to the pool.
+class ResponseStream {
+ public:
+  virtual ~ResponseStream() = default;
+  virtual int status() const noexcept = 0;
+  virtual const Headers& headers() const noexcept = 0;
+  // The next piece of the body as soon as it arrives (chunk boundaries are not preserved);
+  // std::nullopt once the body is complete.
+  virtual Task<Result<std::optional<std::string>>> next() = 0;
+};
+
+class Client {
+ public:
+  explicit Client(boost::asio::any_io_executor executor, ClientOptions options = {});
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Sends `request` (Host and Content-Length are filled in) and reads the whole response.
+  Task<Result<Response>> send(const Endpoint& to, Request request);
+  // Sends `request` and returns once the response head has arrived.
+  Task<Result<std::unique_ptr<ResponseStream>>> open(const Endpoint& to, Request request);
+  // Closes every pooled idle connection.
+  void close_idle();
+  // Pooled idle connections, all endpoints together.
+  std::size_t idle_connections() const noexcept;
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace omni::http

@@ -1,0 +1,123 @@
+// HTTP/1.1 server on Boost.Asio + Beast, one coroutine per connection.
+//
+//   Server::start() ─ N I/O threads, one acceptor
+//        │ accept (bounded: past max_connections a client gets 503 and is closed)
+//        ▼
+//   connection coroutine ── read head (header_timeout, max_header_bytes)
+//        │                  read body (body_timeout, max_body_bytes)
+//        │                  Handler(request, writer) ── writer.send() or streamed chunks
+//        │                  keep-alive: wait for the next request (idle_timeout)
+//        ▼
+//   stop(): stop accepting → in-flight requests finish within shutdown_grace → the rest are
+//           cancelled → threads joined.
+//
+// Malformed requests get 400, oversized heads 431, oversized bodies 413, slow clients 408,
+// unknown methods 501; the connection is then closed cleanly. Handlers never see them.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "omni/common/clock.hpp"
+#include "omni/common/result.hpp"
+#include "omni/http/task.hpp"
+#include "omni/http/types.hpp"
+
+namespace omni::http {
+
+using namespace std::chrono_literals;
+
+// How a handler answers. Exactly one of: send(), or begin_stream() + write_chunk()* +
+// end_stream(). Every call returns an error once the client has gone away; the handler
+// should then return. Threading: used only from the handler's coroutine.
+class ResponseWriter {
+ public:
+  virtual ~ResponseWriter() = default;
+  // A complete response, framed by Content-Length.
+  virtual Task<Status> send(Response response) = 0;
+  // A chunked response: the status line and headers are written (and flushed) now.
+  virtual Task<Status> begin_stream(int status, Headers headers) = 0;
+  // One chunk, flushed to the socket before this returns (no buffering: SSE needs it).
+  virtual Task<Status> write_chunk(std::string_view data) = 0;
+  // The terminating chunk. After it the connection may serve the next request.
+  virtual Task<Status> end_stream() = 0;
+  // Whether the status line has been written.
+  virtual bool started() const noexcept = 0;
+};
+
+// Called once per well-formed request. If it returns without answering, the server answers
+// 500. It must not throw: exceptions escaping it are logged, answered with 500 if possible,
+// and close the connection.
+using Handler = std::function<Task<void>(Request& request, ResponseWriter& writer)>;
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;  // 0: an ephemeral port, see Server::port()
+  unsigned io_threads = 1;
+  std::size_t max_connections = 10'000;
+  std::size_t max_header_bytes = 16 * 1024;
+  std::size_t max_body_bytes = 16 * 1024 * 1024;
+  Duration header_timeout = 10s;  // the whole request head (slow-loris bound)
+  Duration body_timeout = 60s;    // the whole request body
+  Duration idle_timeout = 60s;    // keep-alive wait for the next request
+  Duration write_timeout = 30s;   // each write to the client
+  Duration shutdown_grace = 10s;  // how long stop() lets in-flight requests finish
+  std::string server_name = "omni";
+};
+
+// Counters since start; a consistent-enough snapshot for metrics (each field is atomic).
+struct ServerStats {
+  std::uint64_t connections_accepted = 0;
+  std::uint64_t connections_rejected = 0;  // over max_connections
+  std::uint64_t connections_active = 0;
+  std::uint64_t requests = 0;              // handed to the handler
+  std::uint64_t bad_requests = 0;          // 400/413/431/501 answered by the server itself
+  std::uint64_t timeouts = 0;              // 408 or a write timeout
+};
+
+class Server {
+ public:
+  Server(ServerOptions options, Handler handler);
+  ~Server();  // stop() if still running
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds, listens and starts the I/O threads. Errors: kInvalidArgument (bad options),
+  // kIo (bind/listen failed, e.g. address in use).
+  Status start();
+  // The bound port (useful with port 0). Valid after a successful start().
+  std::uint16_t port() const noexcept;
+  // Graceful shutdown; blocks until every thread has exited. Idempotent, thread-safe.
+  void stop();
+  // Blocks until stop() has completed (called from another thread or a signal handler).
+  void wait();
+  ServerStats stats() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Dispatch by exact path, then by method: an unknown path is 404, a known path with another
+// method is 405 with an Allow header. Both answered in the OpenAI error format.
+class Router {
+ public:
+  Router& add(Method method, std::string path, Handler handler);
+  // The Handler to give to Server.
+  Handler handler() const;
+
+ private:
+  struct Route {
+    Method method;
+    std::string path;
+    Handler handler;
+  };
+  std::shared_ptr<std::vector<Route>> routes_ = std::make_shared<std::vector<Route>>();
+};
+
+}  // namespace omni::http

@@ -1,0 +1,1 @@
+// Filled in by the HTTP work; see include/omni/http/.
