@@ -1,1 +1,218 @@
-// Filled in by the HTTP work; see include/omni/http/.
+// The HTTP client's public face: endpoints, request conversion, Client and ResponseStream.
+// Connection management is in client_pool.cpp, the exchange itself in client_exchange.cpp.
+#include "omni/http/client.hpp"
+
+#include <charconv>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "client_impl.hpp"
+
+#ifndef OMNI_VERSION
+#define OMNI_VERSION "0"
+#endif
+
+namespace omni::http {
+namespace {
+
+using detail::bhttp::field;
+using detail::bhttp::verb;
+
+constexpr std::string_view kUserAgent = "omni/" OMNI_VERSION;
+constexpr std::size_t kStreamPieceBytes = 16 * 1024;
+
+Error invalid(std::string_view text, std::string_view why) {
+  return make_error(ErrorCode::kInvalidArgument,
+                    "endpoint '" + std::string(text) + "': " + std::string(why));
+}
+
+Result<verb> to_verb(Method method) {
+  switch (method) {
+    case Method::kGet: return verb::get;
+    case Method::kHead: return verb::head;
+    case Method::kPost: return verb::post;
+    case Method::kPut: return verb::put;
+    case Method::kDelete: return verb::delete_;
+    case Method::kOptions: return verb::options;
+    case Method::kPatch: return verb::patch;
+    case Method::kUnknown: break;
+  }
+  return make_error(ErrorCode::kInvalidArgument, "request method is unknown");
+}
+
+// RFC 9110 token characters.
+bool is_token(std::string_view text) noexcept {
+  if (text.empty()) return false;
+  for (unsigned char c : text) {
+    const bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    if (!alnum && std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) ==
+                      std::string_view::npos) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A CR, LF or NUL in a header value or the target would let it smuggle extra header lines.
+bool has_control_break(std::string_view text) noexcept {
+  return text.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos;
+}
+
+Result<detail::WireRequest> to_wire(const Endpoint& to, Request request) {
+  auto method = to_verb(request.method);
+  if (!method.ok()) return std::move(method).error();
+  if (request.target.empty() || has_control_break(request.target) ||
+      request.target.find(' ') != std::string::npos) {
+    return make_error(ErrorCode::kInvalidArgument, "request target is malformed");
+  }
+  detail::WireRequest wire{*method, request.target, 11};
+  for (const auto& [name, value] : request.headers) {
+    if (!is_token(name) || has_control_break(value)) {
+      return make_error(ErrorCode::kInvalidArgument, "request header '" + name + "' is malformed");
+    }
+    // The framing is ours to decide from the body, never the caller's.
+    if (iequals(name, "Content-Length") || iequals(name, "Transfer-Encoding")) continue;
+    wire.insert(name, value);
+  }
+  if (!request.headers.contains("Host")) wire.set(field::host, to.to_string());
+  if (!request.headers.contains("User-Agent")) wire.set(field::user_agent, kUserAgent);
+  wire.body() = std::move(request.body);
+  wire.prepare_payload();
+  return wire;
+}
+
+class StreamImpl final : public ResponseStream {
+ public:
+  StreamImpl(std::shared_ptr<detail::ClientCore> client, Endpoint to, detail::Exchange exchange)
+      : client_(std::move(client)), to_(std::move(to)), exchange_(std::move(exchange)) {
+    detail::copy_head(*exchange_.parser, status_, headers_);
+  }
+
+  int status() const noexcept override { return status_; }
+  const Headers& headers() const noexcept override { return headers_; }
+
+  Task<Result<std::optional<std::string>>> next() override {
+    if (failure_) co_return *failure_;
+    while (exchange_.connection) {
+      if (exchange_.parser->is_done()) {
+        detail::finish_exchange(*client_, to_, exchange_);
+        break;
+      }
+      if (piece_.empty()) piece_.resize(kStreamPieceBytes);
+      auto& target = exchange_.parser->get().body();
+      target.data = piece_.data();
+      target.size = piece_.size();
+      auto ec = co_await detail::read_some(*exchange_.connection, *exchange_.parser,
+                                           client_->options.read_timeout);
+      const std::size_t produced = piece_.size() - target.size;
+      target.data = nullptr;
+      if (ec) {
+        exchange_.connection.reset();  // mid-body: it cannot be reused
+        failure_ = detail::error_from(ec, to_, "reading the response body");
+        co_return *failure_;
+      }
+      if (produced > 0) co_return std::optional<std::string>(std::in_place, piece_.data(), produced);
+    }
+    co_return std::optional<std::string>{};
+  }
+
+ private:
+  std::shared_ptr<detail::ClientCore> client_;  // keeps the pool alive past the Client itself
+  Endpoint to_;
+  detail::Exchange exchange_;
+  int status_ = 0;
+  Headers headers_;
+  std::vector<char> piece_;  // reused read buffer; each piece handed out is an exact copy
+  std::optional<Error> failure_;
+};
+
+Task<Result<Response>> send_on(std::shared_ptr<detail::ClientCore> impl, Endpoint to,
+                               Request request) {
+  auto wire = to_wire(to, std::move(request));
+  if (!wire.ok()) co_return std::move(wire).error();
+  auto exchange = co_await detail::start_exchange(*impl, to, *wire, impl->options.max_body_bytes);
+  if (!exchange.ok()) co_return std::move(exchange).error();
+  co_return co_await detail::read_whole(*impl, to, std::move(*exchange));
+}
+
+Task<Result<std::unique_ptr<ResponseStream>>> open_on(std::shared_ptr<detail::ClientCore> impl,
+                                                       Endpoint to, Request request) {
+  auto wire = to_wire(to, std::move(request));
+  if (!wire.ok()) co_return std::move(wire).error();
+  // The body is handed out piece by piece and never accumulated, so its total length is not
+  // a memory risk: a stream (SSE) may legitimately run for hours.
+  auto exchange = co_await detail::start_exchange(*impl, to, *wire,
+                                                  std::numeric_limits<std::uint64_t>::max());
+  if (!exchange.ok()) co_return std::move(exchange).error();
+  co_return std::unique_ptr<ResponseStream>(
+      std::make_unique<StreamImpl>(impl, std::move(to), std::move(*exchange)));
+}
+
+}  // namespace
+
+// The facade's state is the pool; the nesting only keeps the public header free of it.
+struct Client::Impl final : detail::ClientCore {
+  using ClientCore::ClientCore;
+};
+
+std::string Endpoint::to_string() const {
+  std::string text;
+  const bool ipv6 = host.find(':') != std::string::npos;
+  text.reserve(host.size() + 8);
+  if (ipv6) text += '[';
+  text += host;
+  if (ipv6) text += ']';
+  text += ':';
+  text += std::to_string(port);
+  return text;
+}
+
+Result<Endpoint> Endpoint::parse(std::string_view text) {
+  std::string_view host;
+  std::string_view port;
+  if (!text.empty() && text.front() == '[') {
+    const std::size_t close = text.find(']');
+    if (close == std::string_view::npos) return invalid(text, "missing ']' after IPv6 address");
+    host = text.substr(1, close - 1);
+    if (close + 1 >= text.size() || text[close + 1] != ':') {
+      return invalid(text, "missing port (expected [address]:port)");
+    }
+    port = text.substr(close + 2);
+  } else {
+    const std::size_t colon = text.rfind(':');
+    if (colon == std::string_view::npos) return invalid(text, "missing port (expected host:port)");
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+    if (host.find(':') != std::string_view::npos) {
+      return invalid(text, "an IPv6 address needs brackets: [address]:port");
+    }
+  }
+  if (host.empty()) return invalid(text, "empty host");
+  unsigned value = 0;
+  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (port.empty() || ec != std::errc{} || end != port.data() + port.size() || value == 0 ||
+      value > 65535) {
+    return invalid(text, "bad port '" + std::string(port) + "' (expected 1..65535)");
+  }
+  return Endpoint{std::string(host), static_cast<std::uint16_t>(value)};
+}
+
+Client::Client(boost::asio::any_io_executor executor, ClientOptions options)
+    : impl_(std::make_shared<Impl>(std::move(executor), std::move(options))) {}
+
+Client::~Client() { impl_->shutdown(); }
+
+Task<Result<Response>> Client::send(const Endpoint& to, Request request) {
+  return send_on(impl_, to, std::move(request));
+}
+
+Task<Result<std::unique_ptr<ResponseStream>>> Client::open(const Endpoint& to, Request request) {
+  return open_on(impl_, to, std::move(request));
+}
+
+void Client::close_idle() { impl_->close_idle(); }
+
+std::size_t Client::idle_connections() const noexcept { return impl_->idle_count(); }
+
+}  // namespace omni::http

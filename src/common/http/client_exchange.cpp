@@ -1,0 +1,130 @@
+// One request/response exchange: write the request, read the head (retrying once on a fresh
+// connection when a pooled one turns out to be dead), then the body — whole for send(), piece
+// by piece for open().
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "client_impl.hpp"
+
+namespace omni::http::detail {
+namespace {
+
+namespace asio = boost::asio;
+constexpr auto kAsTuple = asio::as_tuple(asio::use_awaitable);
+constexpr std::size_t kBodyReadBytes = 16 * 1024;
+
+std::unique_ptr<ResponseParser> make_parser(const ClientOptions& options, bool head_request,
+                                            std::uint64_t body_limit) {
+  auto parser = std::make_unique<ResponseParser>();
+  parser->header_limit(static_cast<std::uint32_t>(
+      std::min<std::size_t>(options.max_header_bytes, std::numeric_limits<std::uint32_t>::max())));
+  parser->body_limit(body_limit);
+  parser->skip(head_request);  // a response to HEAD has headers only, whatever they announce
+  return parser;
+}
+
+// The failures that mean "a pooled connection was already dead": only these, and only before
+// any byte of the response, make a retry safe (the server cannot have acted on the request).
+bool means_stale_connection(const boost::system::error_code& ec) {
+  return ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
+         ec == asio::error::connection_reset || ec == asio::error::connection_aborted ||
+         ec == asio::error::broken_pipe || ec == asio::error::not_connected;
+}
+
+Task<boost::system::error_code> read_head(Connection& connection, ResponseParser& parser,
+                                          Duration timeout) {
+  while (!parser.is_header_done()) {
+    auto ec = co_await read_some(connection, parser, timeout);
+    if (ec) co_return ec;
+  }
+  co_return boost::system::error_code{};
+}
+
+}  // namespace
+
+Task<boost::system::error_code> read_some(Connection& connection, ResponseParser& parser,
+                                          Duration timeout) {
+  connection.stream.expires_after(timeout);
+  auto [ec, bytes] =
+      co_await bhttp::async_read_some(connection.stream, connection.buffer, parser, kAsTuple);
+  // need_buffer: the caller's body buffer is full, which is how a piece ends.
+  if (ec == bhttp::error::need_buffer) ec = {};
+  co_return ec;
+}
+
+Task<Result<Exchange>> start_exchange(ClientCore& impl, const Endpoint& to,
+                                      const WireRequest& wire, std::uint64_t body_limit) {
+  const bool head_request = wire.method() == bhttp::verb::head;
+  for (int attempt = 0;; ++attempt) {
+    auto acquired = co_await impl.acquire(to, /*fresh_only=*/attempt > 0);
+    if (!acquired.ok()) co_return std::move(acquired).error();
+    ConnectionPtr connection = std::move(*acquired);
+    const bool may_retry = connection->reused && attempt == 0;
+
+    connection->stream.expires_after(impl.options.write_timeout);
+    auto [write_ec, written] = co_await bhttp::async_write(connection->stream, wire, kAsTuple);
+    if (write_ec) {
+      if (may_retry && means_stale_connection(write_ec)) continue;
+      co_return error_from(write_ec, to, "writing the request");
+    }
+
+    auto parser = make_parser(impl.options, head_request, body_limit);
+    auto read_ec = co_await read_head(*connection, *parser, impl.options.read_timeout);
+    if (read_ec) {
+      const bool nothing_received = !parser->got_some() && connection->buffer.size() == 0;
+      if (may_retry && nothing_received && means_stale_connection(read_ec)) continue;
+      co_return error_from(read_ec, to, "reading the response head");
+    }
+    co_return Exchange{std::move(connection), std::move(parser)};
+  }
+}
+
+void copy_head(const ResponseParser& parser, int& status, Headers& headers) {
+  const auto& message = parser.get();
+  status = static_cast<int>(message.result_int());
+  headers.reserve(static_cast<std::size_t>(std::distance(message.begin(), message.end())));
+  for (const auto& field : message) {
+    headers.add(std::string(field.name_string()), std::string(field.value()));
+  }
+}
+
+void finish_exchange(ClientCore& impl, const Endpoint& to, Exchange& exchange) {
+  // Bytes past the end of the response mean the server is confused or pipelining: the
+  // connection cannot be trusted with another request.
+  if (exchange.parser->keep_alive() && exchange.connection->buffer.size() == 0) {
+    impl.release(to, std::move(exchange.connection));
+  }
+  exchange.connection.reset();
+}
+
+Task<Result<Response>> read_whole(ClientCore& impl, const Endpoint& to, Exchange exchange) {
+  Response response;
+  copy_head(*exchange.parser, response.status, response.headers);
+  std::string& body = response.body;
+  if (auto announced = exchange.parser->content_length()) {
+    body.reserve(static_cast<std::size_t>(*announced));  // body_limit has bounded it already
+  }
+  while (!exchange.parser->is_done()) {
+    // Read straight into the body: grow it, lend the spare room to the parser, trim.
+    const std::size_t used = body.size();
+    body.resize(std::max(body.capacity(), used + kBodyReadBytes));
+    auto& target = exchange.parser->get().body();
+    target.data = body.data() + used;
+    target.size = body.size() - used;
+    auto ec = co_await read_some(*exchange.connection, *exchange.parser, impl.options.read_timeout);
+    body.resize(body.size() - target.size);
+    target.data = nullptr;
+    if (ec) co_return error_from(ec, to, "reading the response body");
+  }
+  finish_exchange(impl, to, exchange);
+  co_return std::move(response);
+}
+
+}  // namespace omni::http::detail

@@ -1,0 +1,101 @@
+// Private to the HTTP client: the connection, the pool (ClientCore) and the exchange
+// helpers shared by client_pool.cpp and client_exchange.cpp. Beast appears here, never in
+// the public header.
+#pragma once
+
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "omni/http/client.hpp"
+
+namespace omni::http::detail {
+
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+
+// One TCP connection to one endpoint, with the bytes read past the last parsed message.
+struct Connection {
+  explicit Connection(const boost::asio::any_io_executor& executor) : stream(executor) {}
+
+  beast::tcp_stream stream;
+  beast::flat_buffer buffer;
+  std::chrono::steady_clock::time_point idle_since;
+  bool reused = false;  // it has completed an exchange before, so the server may have closed it
+};
+using ConnectionPtr = std::unique_ptr<Connection>;
+
+// The response is read into a caller-provided buffer (buffer_body), so a streamed body is
+// never held whole in memory.
+using ResponseParser = bhttp::response_parser<bhttp::buffer_body>;
+using WireRequest = bhttp::request<bhttp::string_body>;
+
+// "<endpoint>: <during>: <what happened>", with the ErrorCode the failure deserves.
+Error error_from(const boost::system::error_code& ec, const Endpoint& to,
+                 std::string_view during);
+
+}  // namespace omni::http::detail
+
+namespace omni::http::detail {
+
+// The pool of idle keep-alive connections, per endpoint. Shared (shared_ptr) with every live
+// ResponseStream so that a stream may outlive its Client: after shutdown() connections are
+// no longer pooled, only closed.
+//
+// Idle expiry is lazy: every acquire() and release() first closes the connections idle for
+// longer than idle_timeout. A timer would do it sooner but would also count as pending work
+// on the executor, so io_context::run() would not return while anything sat in the pool.
+// Connections the server closed meanwhile are caught by the check in acquire() instead.
+struct ClientCore {
+  explicit ClientCore(boost::asio::any_io_executor executor_in, ClientOptions options_in);
+
+  // A pooled connection (most recently used first) or, if none or `fresh_only`, a new one.
+  Task<Result<ConnectionPtr>> acquire(const Endpoint& to, bool fresh_only);
+  Task<Result<ConnectionPtr>> connect(const Endpoint& to);
+  // Back into the pool after a complete keep-alive exchange; closed if the pool is full.
+  void release(const Endpoint& to, ConnectionPtr connection);
+  void close_idle();
+  void shutdown();
+  std::size_t idle_count() const noexcept { return idle_total; }
+
+  boost::asio::any_io_executor executor;
+  ClientOptions options;
+  // Per endpoint, oldest first: expiry pops from the front, reuse takes from the back.
+  std::unordered_map<std::string, std::deque<ConnectionPtr>> idle;
+  std::size_t idle_total = 0;
+  bool closed = false;
+
+ private:
+  void expire_idle();
+};
+
+// A request written and its response head read; the body is still on the connection.
+struct Exchange {
+  ConnectionPtr connection;
+  std::unique_ptr<ResponseParser> parser;
+};
+
+// Writes `wire` and reads the response head. A reused connection that fails before any
+// response byte is replaced once by a fresh one; any other failure is final.
+Task<Result<Exchange>> start_exchange(ClientCore& impl, const Endpoint& to,
+                                      const WireRequest& wire, std::uint64_t body_limit);
+// One socket read at most (none if buffered bytes suffice), parsed into the parser's body
+// buffer; every read under `timeout`, so it bounds silence rather than the whole response.
+Task<boost::system::error_code> read_some(Connection& connection, ResponseParser& parser,
+                                          Duration timeout);
+// The rest of the body into a Response (bounded by the parser's body limit).
+Task<Result<Response>> read_whole(ClientCore& impl, const Endpoint& to, Exchange exchange);
+void copy_head(const ResponseParser& parser, int& status, Headers& headers);
+// The response is complete: pool the connection if it may serve another request.
+void finish_exchange(ClientCore& impl, const Endpoint& to, Exchange& exchange);
+
+}  // namespace omni::http::detail

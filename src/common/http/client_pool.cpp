@@ -1,0 +1,173 @@
+// The client's connection management: resolve, connect, pool idle keep-alive connections,
+// close them when unused for idle_timeout, and map socket errors to ErrorCodes.
+#include <sys/socket.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/http/error.hpp>
+#include <cerrno>
+#include <utility>
+
+#include "client_impl.hpp"
+
+namespace omni::http {
+namespace detail {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+constexpr auto kAsTuple = asio::as_tuple(asio::use_awaitable);
+
+ErrorCode code_of(const boost::system::error_code& ec) {
+  if (ec == beast::error::timeout || ec == asio::error::timed_out) return ErrorCode::kTimeout;
+  if (ec == asio::error::operation_aborted) return ErrorCode::kCancelled;
+  if (ec == bhttp::error::header_limit || ec == bhttp::error::body_limit ||
+      ec == bhttp::error::buffer_overflow) {
+    return ErrorCode::kTooLarge;
+  }
+  // The server closed before answering: it is not (or no longer) available.
+  if (ec == bhttp::error::end_of_stream) return ErrorCode::kUnavailable;
+  if (ec.category() == bhttp::make_error_code(bhttp::error::end_of_stream).category()) {
+    return ErrorCode::kProtocol;  // a malformed or truncated response
+  }
+  if (ec == asio::error::connection_refused || ec == asio::error::connection_reset ||
+      ec == asio::error::connection_aborted || ec == asio::error::broken_pipe ||
+      ec == asio::error::eof || ec == asio::error::host_unreachable ||
+      ec == asio::error::network_unreachable || ec == asio::error::host_not_found ||
+      ec == asio::error::host_not_found_try_again || ec == asio::error::not_connected) {
+    return ErrorCode::kUnavailable;
+  }
+  return ErrorCode::kIo;
+}
+
+// Whether a pooled connection still looks usable: the server has neither closed it nor sent
+// anything unsolicited (a 408, say) while it sat idle. A cheap non-blocking peek; the retry
+// in the exchange covers the race where the server closes it just after this check.
+bool still_open(Connection& connection) {
+  char byte = 0;
+  const auto fd = connection.stream.socket().native_handle();
+  const auto n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+// getaddrinfo cannot be interrupted, but the resolver can abandon it: a timer cancels the
+// lookup after connect_timeout. Both share ownership of the resolver, since the timer's
+// handler may run after this coroutine has moved on.
+Task<Result<tcp::resolver::results_type>> resolve(const asio::any_io_executor& executor,
+                                                  const Endpoint& to, Duration timeout) {
+  auto resolver = std::make_shared<tcp::resolver>(executor);
+  auto timed_out = std::make_shared<bool>(false);
+  asio::steady_timer timer(executor);
+  timer.expires_after(timeout);
+  timer.async_wait([weak = std::weak_ptr<tcp::resolver>(resolver),
+                    timed_out](const boost::system::error_code& ec) {
+    if (ec) return;
+    *timed_out = true;
+    if (auto live = weak.lock()) live->cancel();
+  });
+  auto [ec, results] =
+      co_await resolver->async_resolve(to.host, std::to_string(to.port), kAsTuple);
+  timer.cancel();
+  if (*timed_out) {
+    co_return make_error(ErrorCode::kTimeout, to.to_string() + ": resolving: timed out");
+  }
+  if (ec) co_return error_from(ec, to, "resolving");
+  co_return std::move(results);
+}
+
+}  // namespace
+
+Error error_from(const boost::system::error_code& ec, const Endpoint& to,
+                 std::string_view during) {
+  std::string message = to.to_string();
+  message += ": ";
+  message += during;
+  message += ": ";
+  message += ec == beast::error::timeout ? std::string("timed out") : ec.message();
+  return make_error(code_of(ec), std::move(message));
+}
+
+ClientCore::ClientCore(asio::any_io_executor executor_in, ClientOptions options_in)
+    : executor(std::move(executor_in)), options(std::move(options_in)) {}
+
+Task<Result<ConnectionPtr>> ClientCore::acquire(const Endpoint& to, bool fresh_only) {
+  expire_idle();
+  if (!fresh_only) {
+    auto found = idle.find(to.to_string());
+    while (found != idle.end() && !found->second.empty()) {
+      ConnectionPtr connection = std::move(found->second.back());
+      found->second.pop_back();
+      --idle_total;
+      if (still_open(*connection)) co_return std::move(connection);
+    }
+  }
+  co_return co_await connect(to);
+}
+
+Task<Result<ConnectionPtr>> ClientCore::connect(const Endpoint& to) {
+  auto connection = std::make_unique<Connection>(executor);
+  boost::system::error_code ec;
+  const asio::ip::address address = asio::ip::make_address(to.host, ec);
+  connection->stream.expires_after(options.connect_timeout);
+  if (!ec) {  // a numeric address: no lookup
+    auto [connect_ec] =
+        co_await connection->stream.async_connect(tcp::endpoint(address, to.port), kAsTuple);
+    ec = connect_ec;
+  } else {
+    auto resolved = co_await resolve(executor, to, options.connect_timeout);
+    if (!resolved.ok()) co_return std::move(resolved).error();
+    connection->stream.expires_after(options.connect_timeout);
+    auto [connect_ec, unused] = co_await connection->stream.async_connect(*resolved, kAsTuple);
+    ec = connect_ec;
+  }
+  if (ec) co_return error_from(ec, to, "connecting");
+  // Requests and SSE events are small writes that must not wait for Nagle.
+  connection->stream.socket().set_option(tcp::no_delay(true), ec);
+  co_return std::move(connection);
+}
+
+void ClientCore::release(const Endpoint& to, ConnectionPtr connection) {
+  expire_idle();
+  if (closed || options.max_idle_per_endpoint == 0) return;  // destroying it closes it
+  connection->reused = true;
+  connection->idle_since = std::chrono::steady_clock::now();
+  connection->stream.expires_never();
+  auto& queue = idle[to.to_string()];
+  if (queue.size() >= options.max_idle_per_endpoint) {
+    queue.pop_front();  // the oldest is the likeliest to be closed by the server soon
+    --idle_total;
+  }
+  queue.push_back(std::move(connection));
+  ++idle_total;
+}
+
+void ClientCore::close_idle() {
+  idle.clear();
+  idle_total = 0;
+}
+
+void ClientCore::shutdown() {
+  closed = true;
+  close_idle();
+}
+
+void ClientCore::expire_idle() {
+  if (idle_total == 0) return;
+  const auto now = std::chrono::steady_clock::now();
+  for (auto it = idle.begin(); it != idle.end();) {
+    auto& queue = it->second;
+    while (!queue.empty() && now - queue.front()->idle_since >= options.idle_timeout) {
+      queue.pop_front();
+      --idle_total;
+    }
+    it = queue.empty() ? idle.erase(it) : std::next(it);
+  }
+}
+
+}  // namespace detail
+}  // namespace omni::http

@@ -1,0 +1,122 @@
+#include "request_parse.hpp"
+
+#include <algorithm>
+#include <boost/asio/buffer.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/field.hpp>
+#include <cstdlib>
+#include <limits>
+#include <string>
+
+namespace omni::http::detail {
+namespace {
+
+namespace http = boost::beast::http;
+
+std::string_view view(boost::beast::string_view s) noexcept { return {s.data(), s.size()}; }
+
+}  // namespace
+
+void configure_parser(RequestParser& parser, const ParseLimits& limits) {
+  // Beast takes the head limit as 32 bits; anything larger is unbounded in practice anyway.
+  const std::size_t head_cap = std::numeric_limits<std::uint32_t>::max();
+  parser.header_limit(static_cast<std::uint32_t>(std::min(limits.max_header_bytes, head_cap)));
+  parser.body_limit(static_cast<std::uint64_t>(limits.max_body_bytes));
+}
+
+std::optional<Rejection> check_head(const RequestParser& parser) {
+  // Versions need no check here: Beast's parser refuses anything but HTTP/1.0 and 1.1.
+  if (parse_method(view(parser.get().method_string())) == Method::kUnknown) {
+    return Rejection{501, "method not implemented"};
+  }
+  return std::nullopt;
+}
+
+Rejection classify_parse_error(const boost::system::error_code& ec) {
+  if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
+    return Rejection{431, "request header fields too large"};
+  }
+  if (ec == http::error::body_limit) return Rejection{413, "request body too large"};
+  return Rejection{400, "malformed HTTP request"};
+}
+
+bool expects_continue(const RequestParser& parser) {
+  const auto& message = parser.get();
+  if (message.version() < 11) return false;
+  const auto it = message.find(http::field::expect);
+  return it != message.end() && iequals(view(it->value()), "100-continue");
+}
+
+void to_request(RequestParser& parser, Request& out) {
+  auto& message = parser.get();
+  out.method = parse_method(view(message.method_string()));
+  out.target.assign(view(message.target()));
+  out.headers.clear();
+  for (const auto& field : message) {
+    out.headers.add(std::string(view(field.name_string())), std::string(view(field.value())));
+  }
+  out.body = std::move(message.body());
+}
+
+namespace {
+
+// Feeds `data[offset..size)` to the parser the way the socket loop would: everything
+// available at once, more when Beast asks for it, end of input as EOF.
+boost::system::error_code feed(RequestParser& parser, const std::uint8_t* data, std::size_t size,
+                               std::size_t& offset) {
+  boost::system::error_code ec;
+  while (!parser.is_done()) {
+    if (offset == size) {
+      // The input ends before the message does: the peer closed here.
+      parser.put_eof(ec);
+      return ec;
+    }
+    const std::size_t used = parser.put(boost::asio::buffer(data + offset, size - offset), ec);
+    offset += used;
+    if (ec == http::error::need_more) {
+      ec = {};
+      // Beast wants more than what is left in one piece (e.g. the rest of a head line).
+      if (used == 0) offset = size;
+      continue;
+    }
+    if (ec) return ec;
+  }
+  return ec;
+}
+
+[[noreturn]] void invariant_broken() { std::abort(); }
+
+}  // namespace
+
+FuzzOutcome fuzz_parse_request(const std::uint8_t* data, std::size_t size) {
+  FuzzOutcome outcome;
+  std::size_t offset = 0;
+  Request request;
+  while (offset < size) {
+    RequestParser parser;
+    configure_parser(parser, kFuzzLimits);
+    parser.eager(true);
+    const auto ec = feed(parser, data, size, offset);
+    if (parser.is_header_done()) {
+      if (const auto rejection = check_head(parser)) {
+        outcome.rejected_status = rejection->status;
+        return outcome;
+      }
+    }
+    if (ec) {
+      if (ec != http::error::partial_message && ec != http::error::end_of_stream) {
+        outcome.rejected_status = classify_parse_error(ec).status;
+      }
+      return outcome;
+    }
+    to_request(parser, request);
+    // What the server promises its handlers.
+    if (request.body.size() > kFuzzLimits.max_body_bytes) invariant_broken();
+    if (request.method == Method::kUnknown) invariant_broken();
+    ++outcome.requests;
+    if (!parser.keep_alive()) break;
+  }
+  return outcome;
+}
+
+}  // namespace omni::http::detail

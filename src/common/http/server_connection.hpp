@@ -1,0 +1,140 @@
+// One accepted TCP connection: a coroutine that reads requests, runs the handler and writes
+// responses, plus the ResponseWriter it hands to the handler. Private to omni_http.
+//
+// Timeouts use a per-connection watchdog instead of beast::tcp_stream's expiry: tcp_stream
+// closes the socket when its timer fires, which would make the 408 for a slow request head
+// impossible, and it re-arms a timer for every operation. Here setting a deadline is one
+// clock read; the watchdog timer wakes at most every `tick` and cancels (not closes) the
+// socket's pending operation once the deadline has passed.
+#pragma once
+
+#include <array>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/system/error_code.hpp>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "request_parse.hpp"
+#include "server_internal.hpp"
+
+namespace omni::http::detail {
+
+using WriteBuffers = std::array<boost::asio::const_buffer, 3>;
+
+// What the writer needs to know about the request it answers.
+struct RequestInfo {
+  bool head = false;        // HEAD: headers only
+  unsigned version = 11;    // 10 or 11
+  bool keep_alive = false;  // the client allows another request on this connection
+};
+
+class ConnectionWriter final : public ResponseWriter {
+ public:
+  explicit ConnectionWriter(Connection& connection) : connection_(connection) {}
+
+  void reset(const RequestInfo& info) noexcept {
+    info_ = info;
+    state_ = State::kNone;
+  }
+  Task<Status> send(Response response) override;
+  Task<Status> begin_stream(int status, Headers headers) override;
+  Task<Status> write_chunk(std::string_view data) override;
+  Task<Status> end_stream() override;
+  bool started() const noexcept override { return state_ != State::kNone; }
+
+  // The response went out whole and the connection may carry another request.
+  bool reusable() const noexcept { return state_ == State::kDone && keep_alive_; }
+
+ private:
+  enum class State { kNone, kStreaming, kDone, kFailed };
+
+  // Writes the status line and headers into the connection's head buffer.
+  void build_head(int status, const Headers& headers, std::optional<std::size_t> length);
+  // Records a write's outcome in state_.
+  Status finish_write(boost::system::error_code ec);
+  Status misuse(std::string_view what) const;
+
+  Connection& connection_;
+  RequestInfo info_;
+  State state_ = State::kNone;
+  bool keep_alive_ = false;
+  bool chunked_ = false;
+  std::array<char, 24> chunk_size_{};
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  // Bound to the io_context's own executor type, not any_io_executor: the type-erased
+  // executor's copies showed up in the request path's profile.
+  using Socket = boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
+  enum class Mode { kServe, kReject };
+
+  Connection(ServerCore& core, Worker& worker, Socket socket, Mode mode);
+
+  // The whole life of the connection; owns it through `self`. Never throws.
+  static Task<void> serve(std::shared_ptr<Connection> self);
+
+  // stop(): an idle connection (between requests, or lingering) closes now; a busy one
+  // finishes its request and then closes. Runs on the connection's thread.
+  void on_stop_requested();
+  // stop() after the grace period: cancels whatever the coroutine awaits and closes.
+  void force_close();
+  boost::asio::cancellation_slot cancellation_slot() { return cancel_.slot(); }
+
+  // For the writer, which awaits async_write on socket() itself (an extra coroutine frame
+  // per write measurably costs throughput): begin_write() arms the write deadline,
+  // end_write() clears it and turns a cancellation by the watchdog into timed_out.
+  Socket& socket() noexcept { return socket_; }
+  void begin_write() noexcept { set_deadline(core_.options.write_timeout); }
+  boost::system::error_code end_write(boost::system::error_code ec) noexcept;
+  std::string& head_buffer() noexcept { return head_; }
+  const ServerOptions& options() const noexcept { return core_.options; }
+  bool stopping() const noexcept { return core_.stopping.load(std::memory_order_relaxed); }
+
+ private:
+  enum class ReadResult { kRequest, kClosed, kRejected };
+
+  Task<void> run();
+  Task<void> serve_requests();
+  Task<ReadResult> read_request(bool first);
+  Task<ReadResult> read_body();
+  ReadResult read_failed(const boost::system::error_code& ec);
+  Task<bool> handle_request();
+  Task<void> answer_error(int status, std::string_view message);
+  Task<void> linger_close();
+  void close() noexcept;
+
+  void set_deadline(Duration timeout) noexcept;
+  void clear_deadline() noexcept;
+  void arm_watchdog(std::chrono::steady_clock::time_point when);
+  void on_watchdog(const boost::system::error_code& ec);
+
+  ServerCore& core_;
+  Worker& worker_;
+  Socket socket_;
+  Mode mode_;
+  std::string remote_;
+  boost::beast::flat_buffer buffer_;
+  std::optional<RequestParser> parser_;
+  Request request_;
+  ConnectionWriter writer_{*this};
+  std::string head_;
+  Rejection rejection_;
+
+  boost::asio::steady_timer watchdog_;
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  std::chrono::steady_clock::duration tick_;
+  bool timed_out_ = false;
+  bool busy_ = false;  // inside a request: stop() lets it finish
+  bool force_closed_ = false;
+  bool finished_ = false;
+  boost::asio::cancellation_signal cancel_;
+};
+
+}  // namespace omni::http::detail

@@ -1,0 +1,183 @@
+// The server's ResponseWriter: hand-written HTTP/1.1 framing (Content-Length or chunked),
+// one gather write per call, so each call is on the socket when it returns.
+#include <array>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+
+#include "server_connection.hpp"
+
+namespace omni::http::detail {
+namespace {
+
+namespace asio = boost::asio;
+
+constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
+constexpr std::string_view kCrlf = "\r\n";
+constexpr std::string_view kLastChunk = "0\r\n\r\n";
+
+// The IMF-fixdate for the current second, formatted once per second per I/O thread.
+std::string_view http_date() {
+  struct Cache {
+    std::time_t second = -1;
+    std::array<char, 32> text{};
+    std::size_t size = 0;
+  };
+  thread_local Cache cache;
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  if (now != cache.second) {
+    static constexpr std::array<const char*, 7> kDays{"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    static constexpr std::array<const char*, 12> kMonths{"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                         "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    const int n = std::snprintf(cache.text.data(), cache.text.size(), "%s, %02d %s %04d %02d:%02d:%02d GMT",
+                                kDays[static_cast<std::size_t>(tm.tm_wday) % 7], tm.tm_mday,
+                                kMonths[static_cast<std::size_t>(tm.tm_mon) % 12], tm.tm_year + 1900,
+                                tm.tm_hour, tm.tm_min, tm.tm_sec);
+    cache.size = n > 0 ? static_cast<std::size_t>(n) : 0;
+    cache.second = now;
+  }
+  return {cache.text.data(), cache.size};
+}
+
+// Framing and connection management belong to the server; a handler's copies are dropped.
+bool server_owned(std::string_view name) {
+  return iequals(name, "Content-Length") || iequals(name, "Transfer-Encoding") ||
+         iequals(name, "Connection") || iequals(name, "Date") || iequals(name, "Server");
+}
+
+// A field that would split the head (header injection) is dropped rather than sent.
+bool safe_field(std::string_view name, std::string_view value) {
+  return !name.empty() && name.find_first_of("\r\n: ") == std::string_view::npos &&
+         value.find_first_of("\r\n") == std::string_view::npos;
+}
+
+bool has_no_body(int status) { return (status >= 100 && status < 200) || status == 204 || status == 304; }
+
+void append_number(std::string& out, std::size_t value) {
+  std::array<char, 24> digits{};
+  const auto result = std::to_chars(digits.data(), digits.data() + digits.size(), value);
+  out.append(digits.data(), result.ptr);
+}
+
+asio::const_buffer view_buffer(std::string_view s) { return asio::buffer(s.data(), s.size()); }
+
+}  // namespace
+
+void ConnectionWriter::build_head(int status, const Headers& headers, std::optional<std::size_t> length) {
+  keep_alive_ = info_.keep_alive && !connection_.stopping();
+  // HTTP/1.0 has no chunked encoding: such a stream is delimited by closing the connection.
+  if (!length && info_.version < 11) keep_alive_ = false;
+  std::string& out = connection_.head_buffer();
+  out.clear();
+  out.append("HTTP/1.1 ");
+  append_number(out, static_cast<std::size_t>(status));
+  out.push_back(' ');
+  out.append(status_reason(status));
+  out.append("\r\nServer: ").append(connection_.options().server_name);
+  out.append("\r\nDate: ").append(http_date());
+  if (length) {
+    if (!has_no_body(status)) {
+      out.append("\r\nContent-Length: ");
+      append_number(out, *length);
+    }
+  } else if (info_.version >= 11) {
+    out.append("\r\nTransfer-Encoding: chunked");
+  }
+  if (!keep_alive_) {
+    out.append("\r\nConnection: close");
+  } else if (info_.version < 11) {
+    out.append("\r\nConnection: keep-alive");
+  }
+  for (const auto& [name, value] : headers) {
+    if (server_owned(name) || !safe_field(name, value)) continue;
+    out.append(kCrlf).append(name).append(": ").append(value);
+  }
+  out.append("\r\n\r\n");
+}
+
+Task<Status> ConnectionWriter::send(Response response) {
+  if (state_ != State::kNone) co_return misuse("send() after the response was started");
+  build_head(response.status, response.headers, response.body.size());
+  const bool with_body = !info_.head && !has_no_body(response.status);
+  const std::string_view body = with_body ? std::string_view(response.body) : std::string_view{};
+  state_ = State::kStreaming;
+  // Named, not a temporary: GCC 12 miscompiles array temporaries inside co_await.
+  const WriteBuffers buffers{view_buffer(connection_.head_buffer()), view_buffer(body)};
+  connection_.begin_write();
+  auto [ec, n] = co_await asio::async_write(connection_.socket(), buffers, kAwait);
+  co_return finish_write(connection_.end_write(ec));
+}
+
+Task<Status> ConnectionWriter::begin_stream(int status, Headers headers) {
+  if (state_ != State::kNone) co_return misuse("begin_stream() after the response was started");
+  build_head(status, headers, std::nullopt);
+  chunked_ = info_.version >= 11;
+  state_ = State::kStreaming;
+  const WriteBuffers buffers{view_buffer(connection_.head_buffer())};
+  connection_.begin_write();
+  auto [ec, n] = co_await asio::async_write(connection_.socket(), buffers, kAwait);
+  Status written = finish_write(connection_.end_write(ec));
+  if (written.ok()) state_ = State::kStreaming;
+  co_return written;
+}
+
+Task<Status> ConnectionWriter::write_chunk(std::string_view data) {
+  if (state_ != State::kStreaming) co_return misuse("write_chunk() outside a stream");
+  // An empty chunk would end the stream; HEAD streams carry no body at all.
+  if (data.empty() || info_.head) co_return ok_status();
+  std::string_view prefix;
+  std::string_view suffix;
+  if (chunked_) {
+    const auto size = std::to_chars(chunk_size_.data(), chunk_size_.data() + chunk_size_.size() - 2,
+                                    data.size(), 16);
+    char* end = size.ptr;
+    *end++ = '\r';
+    *end++ = '\n';
+    prefix = std::string_view(chunk_size_.data(), static_cast<std::size_t>(end - chunk_size_.data()));
+    suffix = kCrlf;
+  }
+  const WriteBuffers buffers{view_buffer(prefix), view_buffer(data), view_buffer(suffix)};
+  connection_.begin_write();
+  auto [ec, n] = co_await asio::async_write(connection_.socket(), buffers, kAwait);
+  Status written = finish_write(connection_.end_write(ec));
+  if (written.ok()) state_ = State::kStreaming;
+  co_return written;
+}
+
+Task<Status> ConnectionWriter::end_stream() {
+  if (state_ != State::kStreaming) co_return misuse("end_stream() outside a stream");
+  if (!chunked_ || info_.head) {
+    state_ = State::kDone;
+    co_return ok_status();
+  }
+  const WriteBuffers buffers{view_buffer(kLastChunk)};
+  connection_.begin_write();
+  auto [ec, n] = co_await asio::async_write(connection_.socket(), buffers, kAwait);
+  co_return finish_write(connection_.end_write(ec));
+}
+
+// Every write finishes the response unless it is part of an open stream; the callers in a
+// stream set kStreaming back after a successful chunk. Each method awaits async_write
+// itself rather than through a helper coroutine: one frame fewer per write.
+Status ConnectionWriter::finish_write(boost::system::error_code ec) {
+  if (ec) {
+    state_ = State::kFailed;
+    keep_alive_ = false;
+    return make_error(ec == asio::error::timed_out ? ErrorCode::kTimeout : ErrorCode::kIo,
+                      "writing the response failed: " + ec.message());
+  }
+  state_ = State::kDone;
+  return ok_status();
+}
+
+Status ConnectionWriter::misuse(std::string_view what) const {
+  return make_error(ErrorCode::kInvalidArgument, std::string(what));
+}
+
+}  // namespace omni::http::detail
