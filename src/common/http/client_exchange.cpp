@@ -9,6 +9,7 @@
 #include <boost/beast/http/write.hpp>
 #include <algorithm>
 #include <limits>
+#include <string>
 #include <utility>
 
 #include "client_impl.hpp"
@@ -19,6 +20,8 @@ namespace {
 namespace asio = boost::asio;
 constexpr auto kAsTuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kBodyReadBytes = 16 * 1024;
+// Interim responses skipped before the final one; more means a broken or hostile server.
+constexpr int kMaxInterimResponses = 8;
 
 std::unique_ptr<ResponseParser> make_parser(const ClientOptions& options, bool head_request,
                                             std::uint64_t body_limit) {
@@ -38,7 +41,7 @@ bool means_stale_connection(const boost::system::error_code& ec) {
          ec == asio::error::broken_pipe || ec == asio::error::not_connected;
 }
 
-Task<boost::system::error_code> read_head(Connection& connection, ResponseParser& parser,
+Task<boost::system::error_code> read_head(PooledConnection& connection, ResponseParser& parser,
                                           Duration timeout) {
   while (!parser.is_header_done()) {
     auto ec = co_await read_some(connection, parser, timeout);
@@ -47,9 +50,23 @@ Task<boost::system::error_code> read_head(Connection& connection, ResponseParser
   co_return boost::system::error_code{};
 }
 
+// A 1xx head other than 101 Switching Protocols (100 Continue, 103 Early Hints, ...) is
+// interim: RFC 9110 section 15.2 lets the client ignore it and wait for the final response.
+// Beast parses it as a complete body-less message, so the caller needs a fresh parser.
+bool is_interim(const ResponseParser& parser) {
+  const unsigned status = parser.get().result_int();
+  return status >= 100 && status < 200 && status != 101;
+}
+
+Error too_many_interim(const Endpoint& to) {
+  return make_error(ErrorCode::kProtocol,
+                    to.to_string() + ": reading the response head: more than " +
+                        std::to_string(kMaxInterimResponses) + " interim (1xx) responses");
+}
+
 }  // namespace
 
-Task<boost::system::error_code> read_some(Connection& connection, ResponseParser& parser,
+Task<boost::system::error_code> read_some(PooledConnection& connection, ResponseParser& parser,
                                           Duration timeout) {
   connection.stream.expires_after(timeout);
   auto [ec, bytes] =
@@ -75,10 +92,19 @@ Task<Result<Exchange>> start_exchange(ClientCore& impl, const Endpoint& to,
       co_return error_from(write_ec, to, "writing the request");
     }
 
-    auto parser = make_parser(impl.options, head_request, body_limit);
-    auto read_ec = co_await read_head(*connection, *parser, impl.options.read_timeout);
+    std::unique_ptr<ResponseParser> parser;
+    boost::system::error_code read_ec;
+    int interim = 0;
+    for (;;) {
+      parser = make_parser(impl.options, head_request, body_limit);
+      read_ec = co_await read_head(*connection, *parser, impl.options.read_timeout);
+      if (read_ec || !is_interim(*parser)) break;
+      if (++interim > kMaxInterimResponses) co_return too_many_interim(to);
+    }
     if (read_ec) {
-      const bool nothing_received = !parser->got_some() && connection->buffer.size() == 0;
+      // An interim response means the server has seen the request: no retry after one.
+      const bool nothing_received =
+          interim == 0 && !parser->got_some() && connection->buffer.size() == 0;
       if (may_retry && nothing_received && means_stale_connection(read_ec)) continue;
       co_return error_from(read_ec, to, "reading the response head");
     }
@@ -97,8 +123,10 @@ void copy_head(const ResponseParser& parser, int& status, Headers& headers) {
 
 void finish_exchange(ClientCore& impl, const Endpoint& to, Exchange& exchange) {
   // Bytes past the end of the response mean the server is confused or pipelining: the
-  // connection cannot be trusted with another request.
-  if (exchange.parser->keep_alive() && exchange.connection->buffer.size() == 0) {
+  // connection cannot be trusted with another request. After 101 Switching Protocols it no
+  // longer speaks HTTP at all.
+  const bool switched = exchange.parser->get().result_int() == 101;
+  if (!switched && exchange.parser->keep_alive() && exchange.connection->buffer.size() == 0) {
     impl.release(to, std::move(exchange.connection));
   }
   exchange.connection.reset();

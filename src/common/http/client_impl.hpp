@@ -24,15 +24,15 @@ namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 
 // One TCP connection to one endpoint, with the bytes read past the last parsed message.
-struct Connection {
-  explicit Connection(const boost::asio::any_io_executor& executor) : stream(executor) {}
+struct PooledConnection {
+  explicit PooledConnection(const boost::asio::any_io_executor& executor) : stream(executor) {}
 
   beast::tcp_stream stream;
   beast::flat_buffer buffer;
   std::chrono::steady_clock::time_point idle_since;
   bool reused = false;  // it has completed an exchange before, so the server may have closed it
 };
-using ConnectionPtr = std::unique_ptr<Connection>;
+using ConnectionPtr = std::unique_ptr<PooledConnection>;
 
 // The response is read into a caller-provided buffer (buffer_body), so a streamed body is
 // never held whole in memory.
@@ -90,7 +90,7 @@ Task<Result<Exchange>> start_exchange(ClientCore& impl, const Endpoint& to,
                                       const WireRequest& wire, std::uint64_t body_limit);
 // One socket read at most (none if buffered bytes suffice), parsed into the parser's body
 // buffer; every read under `timeout`, so it bounds silence rather than the whole response.
-Task<boost::system::error_code> read_some(Connection& connection, ResponseParser& parser,
+Task<boost::system::error_code> read_some(PooledConnection& connection, ResponseParser& parser,
                                           Duration timeout);
 // The rest of the body into a Response (bounded by the parser's body limit).
 Task<Result<Response>> read_whole(ClientCore& impl, const Endpoint& to, Exchange exchange);

@@ -48,7 +48,7 @@ ErrorCode code_of(const boost::system::error_code& ec) {
 // Whether a pooled connection still looks usable: the server has neither closed it nor sent
 // anything unsolicited (a 408, say) while it sat idle. A cheap non-blocking peek; the retry
 // in the exchange covers the race where the server closes it just after this check.
-bool still_open(Connection& connection) {
+bool still_open(PooledConnection& connection) {
   char byte = 0;
   const auto fd = connection.stream.socket().native_handle();
   const auto n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -110,7 +110,7 @@ Task<Result<ConnectionPtr>> ClientCore::acquire(const Endpoint& to, bool fresh_o
 }
 
 Task<Result<ConnectionPtr>> ClientCore::connect(const Endpoint& to) {
-  auto connection = std::make_unique<Connection>(executor);
+  auto connection = std::make_unique<PooledConnection>(executor);
   boost::system::error_code ec;
   const asio::ip::address address = asio::ip::make_address(to.host, ec);
   connection->stream.expires_after(options.connect_timeout);
