@@ -30,6 +30,7 @@ packages=(
   prometheus            # promtool: validates our /metrics output in a test
   nginx-light           # the baseline of the HTTP benchmark
   wrk                   # HTTP load generator for benchmarks
+  python3               # benchmark scripts summarise their rounds with it
 )
 
 # npm-registry tools used only by tests, installed into .tools/node_modules. None yet; the
