@@ -128,12 +128,12 @@ int run(const DemoConfig& cfg) {
     return 2;
   }
   if (Status s = server.start(); !s) {
-    std::cerr << "omni-demo: cannot listen on " << cfg.server.host << ":" << cfg.server.port
-              << ": " << s.error().message << "\n";
+    std::cerr << "omni-demo: cannot listen on " << cfg.server.host << ":" << cfg.server.port << ": "
+              << s.error().message << "\n";
     return 1;
   }
-  std::cout << "omni-demo: the common runtime on http://" << cfg.server.host << ":"
-            << server.port() << " (omni-proxy and omni-sim are not built yet; they will replace "
+  std::cout << "omni-demo: the common runtime on http://" << cfg.server.host << ":" << server.port()
+            << " (omni-proxy and omni-sim are not built yet; they will replace "
             << "this demo in `make run`)\n"
             << "  try: curl -sN 'http://" << cfg.server.host << ":" << server.port()
             << "/v1/demo/stream?events=5&interval_ms=200'\n";

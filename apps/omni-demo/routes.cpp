@@ -47,8 +47,9 @@ Task<void> health(http::Request&, http::ResponseWriter& writer) {
 
 Task<void> echo(http::Request& request, http::ResponseWriter& writer) {
   http::Response response;
-  response.headers.add("Content-Type", std::string(request.headers.get("Content-Type")
-                                                       .value_or("application/octet-stream")));
+  response.headers.add(
+      "Content-Type",
+      std::string(request.headers.get("Content-Type").value_or("application/octet-stream")));
   response.body = std::move(request.body);
   (void)co_await writer.send(std::move(response));
 }
@@ -102,16 +103,15 @@ Task<void> stream(http::Request& request, http::ResponseWriter& writer) {
 http::Router make_routes(metrics::Registry& registry, Instrumentation& instrumentation) {
   http::Router router;
   router.add(http::Method::kGet, "/health", instrumentation.wrap("/health", health));
-  router.add(http::Method::kGet, "/metrics",
-             instrumentation.wrap("/metrics",
-                                  [&registry](http::Request&, http::ResponseWriter& writer)
-                                      -> Task<void> {
-                                    http::Response response;
-                                    response.headers.add("Content-Type",
-                                                         std::string(metrics::kContentType));
-                                    response.body = registry.expose();
-                                    (void)co_await writer.send(std::move(response));
-                                  }));
+  router.add(
+      http::Method::kGet, "/metrics",
+      instrumentation.wrap(
+          "/metrics", [&registry](http::Request&, http::ResponseWriter& writer) -> Task<void> {
+            http::Response response;
+            response.headers.add("Content-Type", std::string(metrics::kContentType));
+            response.body = registry.expose();
+            (void)co_await writer.send(std::move(response));
+          }));
   router.add(http::Method::kPost, "/v1/demo/echo", instrumentation.wrap("/v1/demo/echo", echo));
   router.add(http::Method::kGet, "/v1/demo/stream",
              instrumentation.wrap("/v1/demo/stream", stream));

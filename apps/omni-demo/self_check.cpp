@@ -67,8 +67,8 @@ Task<Status> check_stream(http::Client& client, const http::Endpoint& server, st
     }
   }
   if (events != kEvents || !done) {
-    co_return fail(request.target, std::to_string(events) + " events, [DONE] " +
-                                       (done ? "seen" : "missing"));
+    co_return fail(request.target,
+                   std::to_string(events) + " events, [DONE] " + (done ? "seen" : "missing"));
   }
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - start);

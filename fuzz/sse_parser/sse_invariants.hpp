@@ -39,8 +39,8 @@ inline ParseOutcome parse_in_pieces(std::string_view input, std::size_t piece) {
 // The first broken invariant, described; empty when all hold.
 inline std::string check_sse_invariants(std::string_view input) {
   const ParseOutcome whole = parse_in_pieces(input, 0);
-  for (std::size_t piece : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7},
-                            std::size_t{64}}) {
+  for (std::size_t piece :
+       {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7}, std::size_t{64}}) {
     const ParseOutcome split = parse_in_pieces(input, piece);
     if (split.ok != whole.ok || split.events != whole.events ||
         split.unterminated != whole.unterminated) {
@@ -50,7 +50,8 @@ inline std::string check_sse_invariants(std::string_view input) {
   std::size_t total = 0;
   for (const SseEvent& event : whole.events) {
     if (event.data.find('\r') != std::string::npos) return "data holds a CR";
-    if (event.event.find_first_of("\r\n") != std::string::npos) return "event type holds a line break";
+    if (event.event.find_first_of("\r\n") != std::string::npos)
+      return "event type holds a line break";
     if (event.id.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
       return "id holds CR, LF or NUL";
     }

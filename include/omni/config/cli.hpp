@@ -36,9 +36,8 @@ namespace omni::config {
 
 namespace detail {
 // Registers one value flag; CLI11's exceptions (e.g. a clashing name) come back as errors.
-Result<CLI::Option*> add_value_flag(CLI::App& app, const std::string& name,
-                                    const std::string& help, const std::string& type_name,
-                                    bool is_bool, bool is_list);
+Result<CLI::Option*> add_value_flag(CLI::App& app, const std::string& name, const std::string& help,
+                                    const std::string& type_name, bool is_bool, bool is_list);
 // What the user gave: nothing, the last value, or (lists) every value joined with ','.
 std::optional<std::string> flag_text(const CLI::Option& option, bool is_list);
 // "doc [constraints] (default: value)"
@@ -79,8 +78,8 @@ class FlagSet {
 template <class T>
 FlagSet<T> add_flags(CLI::App& app, const Schema<T>& schema, T& cfg) {
   FlagSet<T> flags(cfg, schema);
-  auto config = detail::add_value_flag(app, "config", "YAML config file; flags override it",
-                                       "FILE", false, false);
+  auto config = detail::add_value_flag(app, "config", "YAML config file; flags override it", "FILE",
+                                       false, false);
   if (!config) {
     flags.setup_ = std::move(config).error();
     return flags;
@@ -141,9 +140,8 @@ Result<CommandLine<T>> parse_command_line(int argc, const char* const* argv,
   CommandLine<T> result;
   CLI::App app(description);
   FlagSet<T> flags = add_flags(app, schema, result.config);
-  auto print = detail::add_value_flag(app, "print-config",
-                                      "Print the effective configuration as YAML and exit", "",
-                                      true, false);
+  auto print = detail::add_value_flag(
+      app, "print-config", "Print the effective configuration as YAML and exit", "", true, false);
   if (!print) return std::move(print).error();
   auto helped = detail::parse_args(app, argc, argv, out);
   if (!helped) return std::move(helped).error();

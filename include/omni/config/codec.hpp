@@ -166,7 +166,7 @@ struct ByteSizeCodec {
 // Enums by name. The names come from FieldBuilder::choices(); parsing is exact (names are
 // lower_snake_case by convention) and an unknown name lists the valid ones.
 template <class E>
-  requires std::is_enum_v<E>
+requires std::is_enum_v<E>
 struct EnumCodec {
   using Value = E;
   std::vector<std::pair<std::string, E>> names;
@@ -181,8 +181,8 @@ struct EnumCodec {
     if (names.empty()) {
       return make_error(ErrorCode::kInternal, "enum field declared without choices()");
     }
-    return make_error(ErrorCode::kInvalidArgument,
-                      "unknown value '" + std::string(text) + "', expected one of: " + joined(", "));
+    return make_error(ErrorCode::kInvalidArgument, "unknown value '" + std::string(text) +
+                                                       "', expected one of: " + joined(", "));
   }
   std::string format(E value) const {
     for (const auto& [name, candidate] : names) {
@@ -210,22 +210,31 @@ struct DefaultCodecFor {
                 "bytes() for sizes, or field_as() with your own codec");
 };
 template <>
-struct DefaultCodecFor<bool> { using type = BoolCodec; };
+struct DefaultCodecFor<bool> {
+  using type = BoolCodec;
+};
 template <std::integral I>
-  requires(!std::same_as<I, bool>)
-struct DefaultCodecFor<I> { using type = IntCodec<I>; };
+requires(!std::same_as<I, bool>) struct DefaultCodecFor<I> {
+  using type = IntCodec<I>;
+};
 template <>
-struct DefaultCodecFor<double> { using type = DoubleCodec; };
+struct DefaultCodecFor<double> {
+  using type = DoubleCodec;
+};
 template <>
-struct DefaultCodecFor<std::string> { using type = StringCodec; };
+struct DefaultCodecFor<std::string> {
+  using type = StringCodec;
+};
 template <class Rep, class Period>
-  requires std::integral<Rep>
+requires std::integral<Rep>
 struct DefaultCodecFor<std::chrono::duration<Rep, Period>> {
   using type = DurationCodec<std::chrono::duration<Rep, Period>>;
 };
 template <class E>
-  requires std::is_enum_v<E>
-struct DefaultCodecFor<E> { using type = EnumCodec<E>; };
+requires std::is_enum_v<E>
+struct DefaultCodecFor<E> {
+  using type = EnumCodec<E>;
+};
 
 template <class V>
 using DefaultCodec = typename DefaultCodecFor<V>::type;

@@ -53,8 +53,7 @@ Result<T> load_yaml(const Schema<T>& schema, std::string_view yaml, T base = T{}
 
 // As load_yaml, from a file; messages name the file. A missing file is kNotFound.
 template <class T>
-Result<T> load_yaml_file(const Schema<T>& schema, const std::filesystem::path& file,
-                         T base = T{}) {
+Result<T> load_yaml_file(const Schema<T>& schema, const std::filesystem::path& file, T base = T{}) {
   auto text = detail::read_text_file(file);
   if (!text) return std::move(text).error();
   detail::Issues issues(file.string());

@@ -58,8 +58,9 @@ class Schema;
 // A describe callable that is not a plain function (those take the function-pointer overloads,
 // which also accept a named describe function overloaded for several structs).
 template <class F, class S>
-concept DescribeFn = std::invocable<F&, Schema<S>&> &&
-                     !std::is_convertible_v<F&&, void (*)(Schema<S>&)>;
+concept DescribeFn = std::invocable < F&,
+        Schema<S>
+& > &&!std::is_convertible_v<F&&, void (*)(Schema<S>&)>;
 
 // Chained constraints on one field. Returned by Schema::field(); use it in the same statement.
 template <class T, class M, class C>
@@ -71,9 +72,8 @@ class FieldBuilder {
       : entry_(&entry), codec_(std::move(codec)) {}
 
   // lo <= value <= hi (each element, for lists).
-  FieldBuilder& range(Element lo, Element hi)
-    requires std::totally_ordered<Element> && (!std::is_enum_v<Element>)
-  {
+  FieldBuilder& range(Element lo, Element hi) requires std::totally_ordered<Element> &&
+      (!std::is_enum_v<Element>) {
     std::string bounds = codec_.format(lo) + ".." + codec_.format(hi);
     entry_->add_rule(bounds, [lo, hi, bounds, codec = codec_](const Element& value) {
       return value < lo || hi < value ? "must be in " + bounds + ", got " + codec.format(value)
@@ -81,9 +81,8 @@ class FieldBuilder {
     });
     return *this;
   }
-  FieldBuilder& min(Element lo)
-    requires std::totally_ordered<Element> && (!std::is_enum_v<Element>)
-  {
+  FieldBuilder& min(Element lo) requires std::totally_ordered<Element> &&
+      (!std::is_enum_v<Element>) {
     std::string bound = codec_.format(lo);
     entry_->add_rule(">= " + bound, [lo, bound, codec = codec_](const Element& value) {
       return value < lo ? "must be at least " + bound + ", got " + codec.format(value)
@@ -91,9 +90,8 @@ class FieldBuilder {
     });
     return *this;
   }
-  FieldBuilder& max(Element hi)
-    requires std::totally_ordered<Element> && (!std::is_enum_v<Element>)
-  {
+  FieldBuilder& max(Element hi) requires std::totally_ordered<Element> &&
+      (!std::is_enum_v<Element>) {
     std::string bound = codec_.format(hi);
     entry_->add_rule("<= " + bound, [hi, bound, codec = codec_](const Element& value) {
       return hi < value ? "must be at most " + bound + ", got " + codec.format(value)
@@ -102,16 +100,13 @@ class FieldBuilder {
     return *this;
   }
   // A string must not be "", a list must have an item (an unset optional is fine).
-  FieldBuilder& non_empty()
-    requires detail::Emptiable<M>
-  {
+  FieldBuilder& non_empty() requires detail::Emptiable<M> {
     entry_->require_non_empty();
     return *this;
   }
   // The names an enum is written as; required for enum fields.
-  FieldBuilder& choices(std::vector<std::pair<std::string, Element>> names)
-    requires std::is_enum_v<Element>
-  {
+  FieldBuilder& choices(
+      std::vector<std::pair<std::string, Element>> names) requires std::is_enum_v<Element> {
     entry_->codec().names = std::move(names);
     return *this;
   }
@@ -165,10 +160,9 @@ class Schema {
   }
   // A byte-size member ("16MiB"): an unsigned integer, optional or list of them.
   template <class M>
-    requires std::unsigned_integral<detail::ElementOf<M>>
+  requires std::unsigned_integral<detail::ElementOf<M>>
   auto bytes(std::string key, M T::*member, std::string doc) {
-    return field_as(std::move(key), member, std::move(doc),
-                    ByteSizeCodec<detail::ElementOf<M>>{});
+    return field_as(std::move(key), member, std::move(doc), ByteSizeCodec<detail::ElementOf<M>>{});
   }
   // A member read and written through your own codec (see codec.hpp for the shape).
   template <class M, class C>
@@ -238,8 +232,8 @@ class Schema {
   template <class S>
   ListBuilder<T, S> add_list(std::string key, std::vector<S> T::*member, std::string doc,
                              Schema<S> inner) {
-    auto entry = std::make_shared<detail::ListEntry<T, S>>(std::move(key), member,
-                                                           std::move(doc), std::move(inner));
+    auto entry = std::make_shared<detail::ListEntry<T, S>>(std::move(key), member, std::move(doc),
+                                                           std::move(inner));
     auto& ref = *entry;
     add(std::move(entry));
     return ListBuilder<T, S>(ref);

@@ -75,9 +75,9 @@ struct ServerStats {
   std::uint64_t connections_accepted = 0;
   std::uint64_t connections_rejected = 0;  // over max_connections
   std::uint64_t connections_active = 0;
-  std::uint64_t requests = 0;              // handed to the handler
-  std::uint64_t bad_requests = 0;          // 400/413/431/501 answered by the server itself
-  std::uint64_t timeouts = 0;              // 408 or a write timeout
+  std::uint64_t requests = 0;      // handed to the handler
+  std::uint64_t bad_requests = 0;  // 400/413/431/501 answered by the server itself
+  std::uint64_t timeouts = 0;      // 408 or a write timeout
 };
 
 class Server {

@@ -49,8 +49,8 @@ class SseParser {
   void process_line(std::string_view line, std::vector<SseEvent>& out);
 
   std::size_t max_event_bytes_;
-  std::string line_;          // the current, incomplete line
-  bool skip_lf_ = false;      // the previous chunk ended with CR; a leading LF belongs to it
+  std::string line_;      // the current, incomplete line
+  bool skip_lf_ = false;  // the previous chunk ended with CR; a leading LF belongs to it
   bool bom_checked_ = false;
   SseEvent pending_;
   bool has_data_ = false;

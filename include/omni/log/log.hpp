@@ -32,7 +32,6 @@
 
 namespace omni::log {
 
-
 struct LogOptions {
   Level level = Level::kInfo;  // lines below this level are not even formatted
   Format format = Format::kText;

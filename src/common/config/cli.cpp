@@ -7,9 +7,8 @@
 
 namespace omni::config::detail {
 
-Result<CLI::Option*> add_value_flag(CLI::App& app, const std::string& name,
-                                    const std::string& help, const std::string& type_name,
-                                    bool is_bool, bool is_list) {
+Result<CLI::Option*> add_value_flag(CLI::App& app, const std::string& name, const std::string& help,
+                                    const std::string& type_name, bool is_bool, bool is_list) {
   try {
     CLI::Option* option = is_bool ? app.add_flag("--" + name) : app.add_option("--" + name);
     option->description(help);

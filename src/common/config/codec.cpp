@@ -168,8 +168,8 @@ Result<Duration> parse_duration(std::string_view text) {
       if (candidate.name == unit) match = &candidate;
     }
     if (match == nullptr) {
-      return invalid("unknown duration unit '" + std::string(unit) + "' in '" +
-                     std::string(text) + "' (use ns, us, ms, s, m or h)");
+      return invalid("unknown duration unit '" + std::string(unit) + "' in '" + std::string(text) +
+                     "' (use ns, us, ms, s, m or h)");
     }
     total_ns += value * static_cast<double>(match->factor);
     rest = after.substr(unit_length);
@@ -192,8 +192,8 @@ std::string format_duration(Duration value) {
 }
 
 Result<std::uint64_t> parse_byte_size(std::string_view text) {
-  const Error shape_error = detail::expected_error(
-      "a byte size such as '4096', '512KiB', '16MiB' or '1GB'", text);
+  const Error shape_error =
+      detail::expected_error("a byte size such as '4096', '512KiB', '16MiB' or '1GB'", text);
   std::string_view number = leading_number(text);
   std::string_view unit = text.substr(number.size());
   while (unit.starts_with(' ')) unit.remove_prefix(1);
@@ -233,7 +233,8 @@ Result<std::uint64_t> parse_byte_size(std::string_view text) {
 std::string format_byte_size(std::uint64_t bytes) {
   if (bytes == 0) return "0";
   for (const auto& unit : kSizeUnits) {
-    if (bytes % unit.factor == 0) return std::to_string(bytes / unit.factor) + std::string(unit.name);
+    if (bytes % unit.factor == 0)
+      return std::to_string(bytes / unit.factor) + std::string(unit.name);
   }
   return std::to_string(bytes);
 }

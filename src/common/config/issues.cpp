@@ -93,9 +93,8 @@ void Issues::add_at(std::string path, std::string message, int line, int column)
 void Issues::add_violation(std::string path, std::string message) {
   for (const auto& issue : issues_) {
     const std::string_view earlier = issue.path;
-    if (earlier.starts_with(path) &&
-        (earlier.size() == path.size() || earlier[path.size()] == '.' ||
-         earlier[path.size()] == '[')) {
+    if (earlier.starts_with(path) && (earlier.size() == path.size() ||
+                                      earlier[path.size()] == '.' || earlier[path.size()] == '[')) {
       return;
     }
   }

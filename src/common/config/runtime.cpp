@@ -11,8 +11,7 @@ void describe_http_server(Schema<HttpServerConfig>& s) {
   s.field("max_connections", &C::max_connections,
           "Open connections beyond this are answered 503 and closed")
       .min(1);
-  s.bytes("max_header_bytes", &C::max_header_bytes, "Largest request head (431 beyond)")
-      .min(1024);
+  s.bytes("max_header_bytes", &C::max_header_bytes, "Largest request head (431 beyond)").min(1024);
   s.bytes("max_body_bytes", &C::max_body_bytes, "Largest request body (413 beyond)");
   s.field("header_timeout", &C::header_timeout, "Deadline for a whole request head").min(1ms);
   s.field("body_timeout", &C::body_timeout, "Deadline for a whole request body").min(1ms);
@@ -24,9 +23,8 @@ void describe_http_server(Schema<HttpServerConfig>& s) {
 
 const std::vector<std::pair<std::string, LogLevel>>& log_level_names() {
   static const std::vector<std::pair<std::string, LogLevel>> names{
-      {"trace", LogLevel::kTrace}, {"debug", LogLevel::kDebug},
-      {"info", LogLevel::kInfo},   {"warn", LogLevel::kWarn},
-      {"error", LogLevel::kError}, {"critical", LogLevel::kCritical},
+      {"trace", LogLevel::kTrace}, {"debug", LogLevel::kDebug}, {"info", LogLevel::kInfo},
+      {"warn", LogLevel::kWarn},   {"error", LogLevel::kError}, {"critical", LogLevel::kCritical},
       {"off", LogLevel::kOff}};
   return names;
 }

@@ -33,8 +33,7 @@ Node convert(const YAML::Node& in, Issues& issues, const std::string& path) {
   set_position(out, in.Mark());
   switch (in.Type()) {
     case YAML::NodeType::Undefined:
-    case YAML::NodeType::Null:
-      break;
+    case YAML::NodeType::Null: break;
     case YAML::NodeType::Scalar:
       out.kind = Node::Kind::kScalar;
       out.scalar = in.Scalar();
@@ -58,8 +57,8 @@ Node convert(const YAML::Node& in, Issues& issues, const std::string& path) {
           issues.add_at(join_path(path, key.scalar), "duplicate key", key);
           continue;
         }
-        out.entries.push_back(Node::Entry{key.scalar, convert(item.second, issues,
-                                                              join_path(path, key.scalar)),
+        out.entries.push_back(Node::Entry{key.scalar,
+                                          convert(item.second, issues, join_path(path, key.scalar)),
                                           key.line, key.column});
       }
       break;
@@ -70,9 +69,7 @@ Node convert(const YAML::Node& in, Issues& issues, const std::string& path) {
 
 void emit(YAML::Emitter& out, const Node& node) {
   switch (node.kind) {
-    case Node::Kind::kNull:
-      out << YAML::Null;
-      break;
+    case Node::Kind::kNull: out << YAML::Null; break;
     case Node::Kind::kScalar:
       out << node.scalar;  // the emitter quotes what would otherwise read back differently
       break;
@@ -131,7 +128,8 @@ Result<std::string> read_text_file(const std::filesystem::path& path) {
   if (!in) return make_error(ErrorCode::kIo, "cannot open config file '" + path.string() + "'");
   std::ostringstream text;
   text << in.rdbuf();
-  if (in.bad()) return make_error(ErrorCode::kIo, "cannot read config file '" + path.string() + "'");
+  if (in.bad())
+    return make_error(ErrorCode::kIo, "cannot read config file '" + path.string() + "'");
   return text.str();
 }
 

@@ -18,9 +18,7 @@ constexpr std::uint64_t rotl(std::uint64_t x, int k) noexcept { return (x << k) 
 
 }  // namespace
 
-double Random::uniform() noexcept {
-  return static_cast<double>(next_u64() >> 11) * 0x1.0p-53;
-}
+double Random::uniform() noexcept { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
 
 std::int64_t Random::uniform_int(std::int64_t lo, std::int64_t hi) noexcept {
   if (lo >= hi) return lo;

@@ -46,8 +46,8 @@ bool is_token(std::string_view text) noexcept {
   if (text.empty()) return false;
   for (unsigned char c : text) {
     const bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-    if (!alnum && std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) ==
-                      std::string_view::npos) {
+    if (!alnum &&
+        std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) == std::string_view::npos) {
       return false;
     }
   }
@@ -112,7 +112,8 @@ class StreamImpl final : public ResponseStream {
         failure_ = detail::error_from(ec, to_, "reading the response body");
         co_return *failure_;
       }
-      if (produced > 0) co_return std::optional<std::string>(std::in_place, piece_.data(), produced);
+      if (produced > 0)
+        co_return std::optional<std::string>(std::in_place, piece_.data(), produced);
     }
     co_return std::optional<std::string>{};
   }
@@ -137,13 +138,13 @@ Task<Result<Response>> send_on(std::shared_ptr<detail::ClientCore> impl, Endpoin
 }
 
 Task<Result<std::unique_ptr<ResponseStream>>> open_on(std::shared_ptr<detail::ClientCore> impl,
-                                                       Endpoint to, Request request) {
+                                                      Endpoint to, Request request) {
   auto wire = to_wire(to, std::move(request));
   if (!wire.ok()) co_return std::move(wire).error();
   // The body is handed out piece by piece and never accumulated, so its total length is not
   // a memory risk: a stream (SSE) may legitimately run for hours.
-  auto exchange = co_await detail::start_exchange(*impl, to, *wire,
-                                                  std::numeric_limits<std::uint64_t>::max());
+  auto exchange =
+      co_await detail::start_exchange(*impl, to, *wire, std::numeric_limits<std::uint64_t>::max());
   if (!exchange.ok()) co_return std::move(exchange).error();
   co_return std::unique_ptr<ResponseStream>(
       std::make_unique<StreamImpl>(impl, std::move(to), std::move(*exchange)));

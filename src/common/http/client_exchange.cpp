@@ -1,13 +1,13 @@
 // One request/response exchange: write the request, read the head (retrying once on a fresh
 // connection when a pooled one turns out to be dead), then the body — whole for send(), piece
 // by piece for open().
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
-#include <algorithm>
 #include <limits>
 #include <string>
 #include <utility>
@@ -76,8 +76,8 @@ Task<boost::system::error_code> read_some(PooledConnection& connection, Response
   co_return ec;
 }
 
-Task<Result<Exchange>> start_exchange(ClientCore& impl, const Endpoint& to,
-                                      const WireRequest& wire, std::uint64_t body_limit) {
+Task<Result<Exchange>> start_exchange(ClientCore& impl, const Endpoint& to, const WireRequest& wire,
+                                      std::uint64_t body_limit) {
   const bool head_request = wire.method() == bhttp::verb::head;
   for (int attempt = 0;; ++attempt) {
     auto acquired = co_await impl.acquire(to, /*fresh_only=*/attempt > 0);

@@ -40,8 +40,7 @@ using ResponseParser = bhttp::response_parser<bhttp::buffer_body>;
 using WireRequest = bhttp::request<bhttp::string_body>;
 
 // "<endpoint>: <during>: <what happened>", with the ErrorCode the failure deserves.
-Error error_from(const boost::system::error_code& ec, const Endpoint& to,
-                 std::string_view during);
+Error error_from(const boost::system::error_code& ec, const Endpoint& to, std::string_view during);
 
 }  // namespace omni::http::detail
 
@@ -86,8 +85,8 @@ struct Exchange {
 
 // Writes `wire` and reads the response head. A reused connection that fails before any
 // response byte is replaced once by a fresh one; any other failure is final.
-Task<Result<Exchange>> start_exchange(ClientCore& impl, const Endpoint& to,
-                                      const WireRequest& wire, std::uint64_t body_limit);
+Task<Result<Exchange>> start_exchange(ClientCore& impl, const Endpoint& to, const WireRequest& wire,
+                                      std::uint64_t body_limit);
 // One socket read at most (none if buffered bytes suffice), parsed into the parser's body
 // buffer; every read under `timeout`, so it bounds silence rather than the whole response.
 Task<boost::system::error_code> read_some(PooledConnection& connection, ResponseParser& parser,

@@ -70,8 +70,7 @@ Task<Result<tcp::resolver::results_type>> resolve(const asio::any_io_executor& e
     *timed_out = true;
     if (auto live = weak.lock()) live->cancel();
   });
-  auto [ec, results] =
-      co_await resolver->async_resolve(to.host, std::to_string(to.port), kAsTuple);
+  auto [ec, results] = co_await resolver->async_resolve(to.host, std::to_string(to.port), kAsTuple);
   timer.cancel();
   if (*timed_out) {
     co_return make_error(ErrorCode::kTimeout, to.to_string() + ": resolving: timed out");
@@ -82,8 +81,7 @@ Task<Result<tcp::resolver::results_type>> resolve(const asio::any_io_executor& e
 
 }  // namespace
 
-Error error_from(const boost::system::error_code& ec, const Endpoint& to,
-                 std::string_view during) {
+Error error_from(const boost::system::error_code& ec, const Endpoint& to, std::string_view during) {
   std::string message = to.to_string();
   message += ": ";
   message += during;

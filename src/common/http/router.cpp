@@ -54,7 +54,8 @@ Task<void> dispatch(std::shared_ptr<Routes> routes, Request& request, ResponseWr
   const std::string_view path = request.path();
   const Handler* handler = find(*routes, request.method, path);
   // HEAD is GET without the body (RFC 9110 9.3.2); the server drops the body.
-  if (handler == nullptr && request.method == Method::kHead) handler = find(*routes, Method::kGet, path);
+  if (handler == nullptr && request.method == Method::kHead)
+    handler = find(*routes, Method::kGet, path);
   if (handler != nullptr) {
     co_await (*handler)(request, writer);
     co_return;
@@ -65,7 +66,7 @@ Task<void> dispatch(std::shared_ptr<Routes> routes, Request& request, ResponseWr
     co_return;
   }
   Response response = error_response(405, "method " + std::string(method_name(request.method)) +
-                                               " is not allowed for " + std::string(path));
+                                              " is not allowed for " + std::string(path));
   response.headers.set("Allow", allow);
   (void)co_await writer.send(std::move(response));
 }

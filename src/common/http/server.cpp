@@ -36,12 +36,16 @@ thread_local const void* current_server = nullptr;
 constexpr auto kForceCloseWait = std::chrono::seconds(1);
 
 Status validate(const ServerOptions& o) {
-  auto bad = [](std::string what) { return Status(make_error(ErrorCode::kInvalidArgument, std::move(what))); };
+  auto bad = [](std::string what) {
+    return Status(make_error(ErrorCode::kInvalidArgument, std::move(what)));
+  };
   if (o.io_threads == 0) return bad("io_threads: must be at least 1");
   if (o.max_connections == 0) return bad("max_connections: must be at least 1");
   if (o.max_header_bytes == 0) return bad("max_header_bytes: must be positive");
-  for (const auto& [name, value] : {std::pair{"header_timeout", o.header_timeout}, {"body_timeout", o.body_timeout},
-                                    {"idle_timeout", o.idle_timeout}, {"write_timeout", o.write_timeout}}) {
+  for (const auto& [name, value] : {std::pair{"header_timeout", o.header_timeout},
+                                    {"body_timeout", o.body_timeout},
+                                    {"idle_timeout", o.idle_timeout},
+                                    {"write_timeout", o.write_timeout}}) {
     if (value <= Duration::zero()) return bad(std::string(name) + ": must be positive");
   }
   if (o.shutdown_grace < Duration::zero()) return bad("shutdown_grace: must not be negative");
@@ -83,11 +87,13 @@ Status Server::Impl::open_acceptor() {
   const tcp::endpoint endpoint(address, o.port);
   const std::string where = o.host + ":" + std::to_string(o.port);
   acceptor.emplace(workers.front()->io);
-  if (acceptor->open(endpoint.protocol(), ec); ec) return make_error(ErrorCode::kIo, "open " + where + ": " + ec.message());
+  if (acceptor->open(endpoint.protocol(), ec); ec)
+    return make_error(ErrorCode::kIo, "open " + where + ": " + ec.message());
   if (acceptor->set_option(tcp::acceptor::reuse_address(true), ec); ec) {
     return make_error(ErrorCode::kIo, "setsockopt " + where + ": " + ec.message());
   }
-  if (acceptor->bind(endpoint, ec); ec) return make_error(ErrorCode::kIo, "bind " + where + ": " + ec.message());
+  if (acceptor->bind(endpoint, ec); ec)
+    return make_error(ErrorCode::kIo, "bind " + where + ": " + ec.message());
   if (acceptor->listen(asio::socket_base::max_listen_connections, ec); ec) {
     return make_error(ErrorCode::kIo, "listen " + where + ": " + ec.message());
   }
@@ -99,7 +105,8 @@ Task<void> Server::Impl::accept_loop() {
   asio::steady_timer backoff(acceptor->get_executor());
   for (;;) {
     Worker& worker = *workers[next_worker++ % workers.size()];
-    auto [ec, socket] = co_await acceptor->async_accept(worker.io, asio::as_tuple(asio::use_awaitable));
+    auto [ec, socket] =
+        co_await acceptor->async_accept(worker.io, asio::as_tuple(asio::use_awaitable));
     if (core.stopping.load() || !acceptor->is_open()) co_return;
     if (ec) {
       // Out of file descriptors and the like: pause instead of spinning on the error.
@@ -144,7 +151,8 @@ void Server::Impl::on_every_connection(F action) {
 
 bool Server::Impl::wait_drained(Duration limit) {
   std::unique_lock lock(core.drain_mutex);
-  return core.drained.wait_for(lock, limit, [this] { return core.counters.connections_active.load() == 0; });
+  return core.drained.wait_for(lock, limit,
+                               [this] { return core.counters.connections_active.load() == 0; });
 }
 
 void Server::Impl::stop_blocking() {
@@ -183,10 +191,12 @@ Server::~Server() {
 Status Server::start() {
   Impl& impl = *impl_;
   const std::lock_guard lock(impl.lifecycle_mutex);
-  if (impl.started) return make_error(ErrorCode::kInvalidArgument, "the server was already started");
+  if (impl.started)
+    return make_error(ErrorCode::kInvalidArgument, "the server was already started");
   if (auto valid = validate(impl.core.options); !valid) return valid;
   if (!impl.core.handler) return make_error(ErrorCode::kInvalidArgument, "handler: must be set");
-  for (unsigned i = 0; i < impl.core.options.io_threads; ++i) impl.workers.push_back(std::make_unique<Worker>());
+  for (unsigned i = 0; i < impl.core.options.io_threads; ++i)
+    impl.workers.push_back(std::make_unique<Worker>());
   if (auto opened = impl.open_acceptor(); !opened) {
     impl.acceptor.reset();
     impl.workers.clear();
@@ -227,8 +237,9 @@ void Server::wait() {
 
 ServerStats Server::stats() const noexcept {
   const auto& c = impl_->core.counters;
-  return ServerStats{c.connections_accepted.load(), c.connections_rejected.load(), c.connections_active.load(),
-                     c.requests.load(),             c.bad_requests.load(),         c.timeouts.load()};
+  return ServerStats{c.connections_accepted.load(), c.connections_rejected.load(),
+                     c.connections_active.load(),   c.requests.load(),
+                     c.bad_requests.load(),         c.timeouts.load()};
 }
 
 }  // namespace omni::http

@@ -42,15 +42,15 @@ std::string describe(const Connection::Socket& socket) {
 // The watchdog must wake at least this often, so that no deadline is ever set earlier than
 // its next wake-up (see set_deadline).
 std::chrono::steady_clock::duration watchdog_tick(const ServerOptions& o) {
-  return steady(std::min({o.header_timeout, o.body_timeout, o.idle_timeout, o.write_timeout,
-                          kLingerTime}));
+  return steady(
+      std::min({o.header_timeout, o.body_timeout, o.idle_timeout, o.write_timeout, kLingerTime}));
 }
 
 bool is_disconnect(const error_code& ec) {
-  return ec == http::error::end_of_stream || ec == http::error::need_more || ec == http::error::partial_message ||
-         ec == asio::error::eof || ec == asio::error::connection_reset ||
-         ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor ||
-         ec == asio::error::broken_pipe;
+  return ec == http::error::end_of_stream || ec == http::error::need_more ||
+         ec == http::error::partial_message || ec == asio::error::eof ||
+         ec == asio::error::connection_reset || ec == asio::error::operation_aborted ||
+         ec == asio::error::bad_descriptor || ec == asio::error::broken_pipe;
 }
 
 }  // namespace
@@ -66,9 +66,7 @@ Connection::Connection(ServerCore& core, Worker& worker, Socket socket, Mode mod
   head_.reserve(512);
 }
 
-Task<void> Connection::serve(std::shared_ptr<Connection> self) {
-  co_await self->run();
-}
+Task<void> Connection::serve(std::shared_ptr<Connection> self) { co_await self->run(); }
 
 Task<void> Connection::run() {
   worker_.connections.insert(this);
@@ -81,7 +79,8 @@ Task<void> Connection::run() {
     }
   } catch (const std::exception& e) {
     // Cancellation by stop() lands here; anything else is a bug worth a line on stderr.
-    if (!force_closed_) std::fprintf(stderr, "omni http: connection %s failed: %s\n", remote_.c_str(), e.what());
+    if (!force_closed_)
+      std::fprintf(stderr, "omni http: connection %s failed: %s\n", remote_.c_str(), e.what());
   } catch (...) {
     std::fprintf(stderr, "omni http: connection %s failed\n", remote_.c_str());
   }
@@ -100,7 +99,8 @@ Task<void> Connection::serve_requests() {
     if (result == ReadResult::kClosed) co_return;
     if (result == ReadResult::kRejected) {
       // Timeouts are counted where they are detected; everything else here is bad input.
-      if (rejection_.status != 408) core_.counters.bad_requests.fetch_add(1, std::memory_order_relaxed);
+      if (rejection_.status != 408)
+        core_.counters.bad_requests.fetch_add(1, std::memory_order_relaxed);
       co_await answer_error(rejection_.status, rejection_.message);
       co_return;
     }
@@ -119,7 +119,8 @@ Task<void> Connection::serve_requests() {
 Task<Connection::ReadResult> Connection::read_request(bool first) {
   busy_ = false;
   parser_.emplace();
-  configure_parser(*parser_, ParseLimits{core_.options.max_header_bytes, core_.options.max_body_bytes});
+  configure_parser(*parser_,
+                   ParseLimits{core_.options.max_header_bytes, core_.options.max_body_bytes});
   bool started = buffer_.size() > 0;
   set_deadline(started || first ? core_.options.header_timeout : core_.options.idle_timeout);
   for (;;) {
@@ -154,7 +155,8 @@ Task<Connection::ReadResult> Connection::read_request(bool first) {
 Task<Connection::ReadResult> Connection::read_body() {
   if (expects_continue(*parser_)) {
     begin_write();
-    auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(kContinue.data(), kContinue.size()), kAwait);
+    auto [ec, n] = co_await asio::async_write(
+        socket_, asio::buffer(kContinue.data(), kContinue.size()), kAwait);
     if (end_write(ec)) co_return ReadResult::kClosed;
   }
   set_deadline(core_.options.body_timeout);
@@ -182,23 +184,28 @@ Task<bool> Connection::handle_request() {
   to_request(*parser_, request_);
   request_.remote = remote_;
   const auto& message = parser_->get();
-  writer_.reset(RequestInfo{request_.method == Method::kHead, message.version(), parser_->keep_alive()});
+  writer_.reset(
+      RequestInfo{request_.method == Method::kHead, message.version(), parser_->keep_alive()});
   core_.counters.requests.fetch_add(1, std::memory_order_relaxed);
   bool threw = false;
   try {
     co_await core_.handler(request_, writer_);
   } catch (const std::exception& e) {
     threw = true;
-    if (!force_closed_) std::fprintf(stderr, "omni http: handler for %s threw: %s\n", request_.target.c_str(), e.what());
+    if (!force_closed_)
+      std::fprintf(stderr, "omni http: handler for %s threw: %s\n", request_.target.c_str(),
+                   e.what());
   } catch (...) {
     threw = true;
-    if (!force_closed_) std::fprintf(stderr, "omni http: handler for %s threw\n", request_.target.c_str());
+    if (!force_closed_)
+      std::fprintf(stderr, "omni http: handler for %s threw\n", request_.target.c_str());
   }
   if (force_closed_) co_return false;
   if (!writer_.started()) {
-    if (threw) writer_.reset(RequestInfo{request_.method == Method::kHead, message.version(), false});
-    (void)co_await writer_.send(error_response(500, threw ? "the request handler failed"
-                                                         : "the request handler sent no response"));
+    if (threw)
+      writer_.reset(RequestInfo{request_.method == Method::kHead, message.version(), false});
+    (void)co_await writer_.send(error_response(
+        500, threw ? "the request handler failed" : "the request handler sent no response"));
   }
   co_return !threw && writer_.reusable() && !stopping();
 }
@@ -261,13 +268,12 @@ void Connection::set_deadline(Duration timeout) noexcept {
   timed_out_ = false;
 }
 
-void Connection::clear_deadline() noexcept {
-  deadline_ = SteadyTime::max();
-}
+void Connection::clear_deadline() noexcept { deadline_ = SteadyTime::max(); }
 
 void Connection::arm_watchdog(SteadyTime when) {
   watchdog_.expires_at(when);
-  watchdog_.async_wait([self = shared_from_this()](const error_code& ec) { self->on_watchdog(ec); });
+  watchdog_.async_wait(
+      [self = shared_from_this()](const error_code& ec) { self->on_watchdog(ec); });
 }
 
 void Connection::on_watchdog(const error_code& ec) {

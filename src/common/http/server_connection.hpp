@@ -72,7 +72,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
  public:
   // Bound to the io_context's own executor type, not any_io_executor: the type-erased
   // executor's copies showed up in the request path's profile.
-  using Socket = boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
+  using Socket = boost::asio::basic_stream_socket<boost::asio::ip::tcp,
+                                                  boost::asio::io_context::executor_type>;
   enum class Mode { kServe, kReject };
 
   Connection(ServerCore& core, Worker& worker, Socket socket, Mode mode);

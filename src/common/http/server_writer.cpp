@@ -30,15 +30,17 @@ std::string_view http_date() {
   thread_local Cache cache;
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   if (now != cache.second) {
-    static constexpr std::array<const char*, 7> kDays{"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    static constexpr std::array<const char*, 7> kDays{"Sun", "Mon", "Tue", "Wed",
+                                                      "Thu", "Fri", "Sat"};
     static constexpr std::array<const char*, 12> kMonths{"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                                          "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
     std::tm tm{};
     gmtime_r(&now, &tm);
-    const int n = std::snprintf(cache.text.data(), cache.text.size(), "%s, %02d %s %04d %02d:%02d:%02d GMT",
-                                kDays[static_cast<std::size_t>(tm.tm_wday) % 7], tm.tm_mday,
-                                kMonths[static_cast<std::size_t>(tm.tm_mon) % 12], tm.tm_year + 1900,
-                                tm.tm_hour, tm.tm_min, tm.tm_sec);
+    const int n =
+        std::snprintf(cache.text.data(), cache.text.size(), "%s, %02d %s %04d %02d:%02d:%02d GMT",
+                      kDays[static_cast<std::size_t>(tm.tm_wday) % 7], tm.tm_mday,
+                      kMonths[static_cast<std::size_t>(tm.tm_mon) % 12], tm.tm_year + 1900,
+                      tm.tm_hour, tm.tm_min, tm.tm_sec);
     cache.size = n > 0 ? static_cast<std::size_t>(n) : 0;
     cache.second = now;
   }
@@ -57,7 +59,9 @@ bool safe_field(std::string_view name, std::string_view value) {
          value.find_first_of("\r\n") == std::string_view::npos;
 }
 
-bool has_no_body(int status) { return (status >= 100 && status < 200) || status == 204 || status == 304; }
+bool has_no_body(int status) {
+  return (status >= 100 && status < 200) || status == 204 || status == 304;
+}
 
 void append_number(std::string& out, std::size_t value) {
   std::array<char, 24> digits{};
@@ -69,7 +73,8 @@ asio::const_buffer view_buffer(std::string_view s) { return asio::buffer(s.data(
 
 }  // namespace
 
-void ConnectionWriter::build_head(int status, const Headers& headers, std::optional<std::size_t> length) {
+void ConnectionWriter::build_head(int status, const Headers& headers,
+                                  std::optional<std::size_t> length) {
   keep_alive_ = info_.keep_alive && !connection_.stopping();
   // HTTP/1.0 has no chunked encoding: such a stream is delimited by closing the connection.
   if (!length && info_.version < 11) keep_alive_ = false;
@@ -139,7 +144,8 @@ Task<Status> ConnectionWriter::write_chunk(std::string_view data) {
     char* end = size.ptr;
     *end++ = '\r';
     *end++ = '\n';
-    prefix = std::string_view(chunk_size_.data(), static_cast<std::size_t>(end - chunk_size_.data()));
+    prefix =
+        std::string_view(chunk_size_.data(), static_cast<std::size_t>(end - chunk_size_.data()));
     suffix = kCrlf;
   }
   const WriteBuffers buffers{view_buffer(prefix), view_buffer(data), view_buffer(suffix)};

@@ -124,8 +124,8 @@ Status SseParser::feed(std::string_view bytes, std::vector<SseEvent>& out) {
     const std::size_t piece = end == std::string_view::npos ? bytes.size() : end;
     if (line_.size() + piece > max_event_bytes_) {
       failed_ = true;
-      return make_error(ErrorCode::kTooLarge, "SSE line exceeds " +
-                                                  std::to_string(max_event_bytes_) + " bytes");
+      return make_error(ErrorCode::kTooLarge,
+                        "SSE line exceeds " + std::to_string(max_event_bytes_) + " bytes");
     }
     if (end == std::string_view::npos) {
       line_.append(bytes);
@@ -149,8 +149,8 @@ Status SseParser::feed(std::string_view bytes, std::vector<SseEvent>& out) {
     }
     if (pending_bytes_ > max_event_bytes_) {
       failed_ = true;
-      return make_error(ErrorCode::kTooLarge, "SSE event exceeds " +
-                                                  std::to_string(max_event_bytes_) + " bytes");
+      return make_error(ErrorCode::kTooLarge,
+                        "SSE event exceeds " + std::to_string(max_event_bytes_) + " bytes");
     }
   }
   return ok_status();

@@ -106,40 +106,26 @@ Result<Format> parse_format(std::string_view text) {
 
 std::string_view level_name(Level level) noexcept {
   switch (level) {
-    case Level::kTrace:
-      return "trace";
-    case Level::kDebug:
-      return "debug";
-    case Level::kInfo:
-      return "info";
-    case Level::kWarn:
-      return "warn";
-    case Level::kError:
-      return "error";
-    case Level::kCritical:
-      return "critical";
-    case Level::kOff:
-      return "off";
+    case Level::kTrace: return "trace";
+    case Level::kDebug: return "debug";
+    case Level::kInfo: return "info";
+    case Level::kWarn: return "warn";
+    case Level::kError: return "error";
+    case Level::kCritical: return "critical";
+    case Level::kOff: return "off";
   }
   return "off";
 }
 
 spdlog::level::level_enum to_spdlog(Level level) noexcept {
   switch (level) {
-    case Level::kTrace:
-      return spdlog::level::trace;
-    case Level::kDebug:
-      return spdlog::level::debug;
-    case Level::kInfo:
-      return spdlog::level::info;
-    case Level::kWarn:
-      return spdlog::level::warn;
-    case Level::kError:
-      return spdlog::level::err;
-    case Level::kCritical:
-      return spdlog::level::critical;
-    case Level::kOff:
-      return spdlog::level::off;
+    case Level::kTrace: return spdlog::level::trace;
+    case Level::kDebug: return spdlog::level::debug;
+    case Level::kInfo: return spdlog::level::info;
+    case Level::kWarn: return spdlog::level::warn;
+    case Level::kError: return spdlog::level::err;
+    case Level::kCritical: return spdlog::level::critical;
+    case Level::kOff: return spdlog::level::off;
   }
   return spdlog::level::off;
 }

@@ -26,12 +26,9 @@ constexpr std::size_t kCellsPerLine = sizeof(detail::CellLine) / sizeof(std::uin
 
 std::string_view metric_type_name(MetricType type) noexcept {
   switch (type) {
-    case MetricType::kCounter:
-      return "counter";
-    case MetricType::kGauge:
-      return "gauge";
-    case MetricType::kHistogram:
-      return "histogram";
+    case MetricType::kCounter: return "counter";
+    case MetricType::kGauge: return "gauge";
+    case MetricType::kHistogram: return "histogram";
   }
   return "untyped";
 }

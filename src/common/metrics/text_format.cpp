@@ -64,17 +64,10 @@ void append_value(std::string& out, std::uint64_t value) {
 void append_label_value(std::string& out, std::string_view value) {
   for (char c : value) {
     switch (c) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '"':
-        out += "\\\"";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        out += c;
+      case '\\': out += "\\\\"; break;
+      case '"': out += "\\\""; break;
+      case '\n': out += "\\n"; break;
+      default: out += c;
     }
   }
 }
@@ -82,14 +75,9 @@ void append_label_value(std::string& out, std::string_view value) {
 void append_help(std::string& out, std::string_view help) {
   for (char c : help) {
     switch (c) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        out += c;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      default: out += c;
     }
   }
 }

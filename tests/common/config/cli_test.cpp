@@ -60,10 +60,28 @@ TEST_F(ConfigCli, FlagsOverrideTheFileWhichOverridesDefaults) {
 }
 
 TEST_F(ConfigCli, EveryKindOfFieldHasAFlag) {
-  auto result = parse({"--listen-host", "::1", "--max-body-bytes", "1MiB", "--mode", "debug",
-                       "--ratio", "0.25", "--tls", "--offset=-5", "--tag", "x", "--deadline",
-                       "1m", "--endpoints", "a:1,b:2", "--endpoints", "c:3", "--backoff",
-                       "5ms, 10ms", "--poll", "2s"});
+  auto result = parse({"--listen-host",
+                       "::1",
+                       "--max-body-bytes",
+                       "1MiB",
+                       "--mode",
+                       "debug",
+                       "--ratio",
+                       "0.25",
+                       "--tls",
+                       "--offset=-5",
+                       "--tag",
+                       "x",
+                       "--deadline",
+                       "1m",
+                       "--endpoints",
+                       "a:1,b:2",
+                       "--endpoints",
+                       "c:3",
+                       "--backoff",
+                       "5ms, 10ms",
+                       "--poll",
+                       "2s"});
   ASSERT_TRUE(result.ok()) << result.error().message;
   const ServerConfig& c = result->config;
   EXPECT_EQ(c.listen.host, "::1");
@@ -102,13 +120,13 @@ TEST_F(ConfigCli, BadValuesReadLikeYamlErrors) {
 
 TEST_F(ConfigCli, FlagValuesAreValidatedAndAllErrorsCollected) {
   const std::string file = write_file("bad.yaml", "listen:\n  prot: 1\n");
-  auto result = parse({"--config", file, "--listen-port", "0", "--mode", "turbo",
-                       "--backoff", "1ms,abc"});
+  auto result =
+      parse({"--config", file, "--listen-port", "0", "--mode", "turbo", "--backoff", "1ms,abc"});
   ASSERT_FALSE(result.ok());
   const std::string& message = result.error().message;
   EXPECT_THAT(message, HasSubstr("4 configuration errors:"));
-  EXPECT_THAT(message, HasSubstr("listen.prot: unknown key (did you mean 'port'?) (" + file +
-                                 ":2:3)"));
+  EXPECT_THAT(message,
+              HasSubstr("listen.prot: unknown key (did you mean 'port'?) (" + file + ":2:3)"));
   EXPECT_THAT(message, HasSubstr("listen.port: must be in 1..65535, got 0"));
   EXPECT_THAT(message, HasSubstr("mode: unknown value 'turbo', expected one of: fast, safe, "
                                  "debug (from --mode)"));

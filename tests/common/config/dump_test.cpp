@@ -63,10 +63,26 @@ TEST(ConfigDump, WritesReadableUnits) {
 
 TEST(ConfigMarkdown, DocumentsEveryKey) {
   const std::string table = describe_markdown(server_schema());
-  for (const char* key :
-       {"listen.host", "listen.port", "io_threads", "header_timeout", "max_body_bytes", "mode",
-        "ratio", "tls", "offset", "tag", "deadline", "endpoints", "backoff", "poll", "pools",
-        "pools[].name", "pools[].endpoints", "pools[].weight", "min_batch", "max_batch"}) {
+  for (const char* key : {"listen.host",
+                          "listen.port",
+                          "io_threads",
+                          "header_timeout",
+                          "max_body_bytes",
+                          "mode",
+                          "ratio",
+                          "tls",
+                          "offset",
+                          "tag",
+                          "deadline",
+                          "endpoints",
+                          "backoff",
+                          "poll",
+                          "pools",
+                          "pools[].name",
+                          "pools[].endpoints",
+                          "pools[].weight",
+                          "min_batch",
+                          "max_batch"}) {
     EXPECT_THAT(table, HasSubstr("| `" + std::string(key) + "` |")) << key;
   }
   EXPECT_THAT(table, HasSubstr("| Key | Flag | Type | Default | Description |"));

@@ -102,8 +102,7 @@ TEST(ConfigLoad, NullClearsOptionalsAndLists) {
 TEST(ConfigLoad, RangeViolationsNameTheKey) {
   EXPECT_EQ(error_of("listen:\n  port: 0\n"), "listen.port: must be in 1..65535, got 0");
   EXPECT_EQ(error_of("io_threads: 300"), "io_threads: must be in 1..256, got 300");
-  EXPECT_EQ(error_of("header_timeout: 500us"),
-            "header_timeout: must be at least 1ms, got 500us");
+  EXPECT_EQ(error_of("header_timeout: 500us"), "header_timeout: must be at least 1ms, got 500us");
   EXPECT_EQ(error_of("deadline: 2h"), "deadline: must be at most 1h, got 2h");
   EXPECT_EQ(error_of("ratio: 1.5"), "ratio: must be in 0..1, got 1.5");
   EXPECT_EQ(error_of("backoff: [5ms, 0s]"), "backoff[1]: must be at least 1ms, got 0s");
@@ -133,7 +132,8 @@ TEST(ConfigLoad, TypeErrorsSayWhatWasExpectedAndFound) {
   EXPECT_EQ(error_of("- a\n- b\n"), "expected a mapping of keys, got a list (line 1, column 1)");
   EXPECT_THAT(error_of("header_timeout: 10"),
               HasSubstr("header_timeout: expected a duration with a unit, got '10'"));
-  EXPECT_THAT(error_of("max_body_bytes: 16 parsecs"), HasSubstr("max_body_bytes: unknown size unit"));
+  EXPECT_THAT(error_of("max_body_bytes: 16 parsecs"),
+              HasSubstr("max_body_bytes: unknown size unit"));
 }
 
 TEST(ConfigLoad, BadEnumNameListsTheChoices) {

@@ -27,8 +27,12 @@ TEST(ManualClock, NeverGoesBackwards) {
 
 TEST(ManualClock, ConcurrentAdvancesAllCount) {
   ManualClock clock;
-  std::thread a([&] { for (int i = 0; i < 10000; ++i) clock.advance(1ns); });
-  std::thread b([&] { for (int i = 0; i < 10000; ++i) clock.advance(1ns); });
+  std::thread a([&] {
+    for (int i = 0; i < 10000; ++i) clock.advance(1ns);
+  });
+  std::thread b([&] {
+    for (int i = 0; i < 10000; ++i) clock.advance(1ns);
+  });
   a.join();
   b.join();
   EXPECT_EQ(clock.now(), TimePoint{20000ns});

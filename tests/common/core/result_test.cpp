@@ -48,11 +48,11 @@ TEST(Result, VoidStatus) {
 }
 
 TEST(Result, EveryCodeHasADistinctName) {
-  const ErrorCode all[] = {ErrorCode::kInvalidArgument, ErrorCode::kNotFound,
-                           ErrorCode::kUnsupported,     ErrorCode::kTooLarge,
+  const ErrorCode all[] = {ErrorCode::kInvalidArgument,   ErrorCode::kNotFound,
+                           ErrorCode::kUnsupported,       ErrorCode::kTooLarge,
                            ErrorCode::kResourceExhausted, ErrorCode::kTimeout,
-                           ErrorCode::kUnavailable,     ErrorCode::kCancelled,
-                           ErrorCode::kProtocol,        ErrorCode::kIo,
+                           ErrorCode::kUnavailable,       ErrorCode::kCancelled,
+                           ErrorCode::kProtocol,          ErrorCode::kIo,
                            ErrorCode::kInternal};
   std::set<std::string_view> names;
   for (ErrorCode c : all) names.insert(error_code_name(c));

@@ -34,7 +34,8 @@ class BadInput : public ::testing::Test {
     EXPECT_EQ(response->result_int(), status);
     EXPECT_EQ((*response)[boost::beast::http::field::connection], "close");
     EXPECT_EQ((*response)[boost::beast::http::field::content_type], "application/json");
-    EXPECT_NE(response->body().find("\"code\":" + std::to_string(status)), std::string::npos) << response->body();
+    EXPECT_NE(response->body().find("\"code\":" + std::to_string(status)), std::string::npos)
+        << response->body();
     EXPECT_TRUE(client.wait_closed());
   }
 
@@ -116,7 +117,8 @@ TEST_F(BadInput, SlowLorisIsCutAtTheHeadDeadlineWith408) {
     }
   }
   ASSERT_TRUE(answered || client.read_until("\r\n\r\n", 2000ms));
-  EXPECT_EQ(client.received().rfind("HTTP/1.1 408 Request Timeout\r\n", 0), 0u) << client.received();
+  EXPECT_EQ(client.received().rfind("HTTP/1.1 408 Request Timeout\r\n", 0), 0u)
+      << client.received();
   EXPECT_NE(client.received().find("Connection: close"), std::string::npos);
   EXPECT_TRUE(client.wait_closed());
   EXPECT_EQ(stats().timeouts, 1u);
@@ -140,7 +142,8 @@ TEST_F(BadInput, ClientLeavingMidBodyIsForgotten) {
   start();
   {
     RawClient client(port());
-    ASSERT_TRUE(client.write("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nonly ten.."));
+    ASSERT_TRUE(
+        client.write("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nonly ten.."));
     ASSERT_TRUE(eventually([&] { return stats().connections_active == 1; }));
   }
   EXPECT_TRUE(eventually([&] { return stats().connections_active == 0; }));

@@ -74,10 +74,10 @@ TEST(Endpoint, ParsesHostPortAndBracketedIpv6) {
 
 TEST(Endpoint, RejectsMalformedTextWithTheReason) {
   const std::pair<const char*, const char*> cases[] = {
-      {"localhost", "missing port"}, {"host:", "bad port"},       {"host:http", "bad port"},
-      {"host:0", "bad port"},        {"host:65536", "bad port"},  {"host:80x", "bad port"},
-      {":80", "empty host"},         {"[]:80", "empty host"},     {"", "missing port"},
-      {"[::1]", "missing port"},     {"[::1:80", "missing ']'"},  {"::1:80", "brackets"},
+      {"localhost", "missing port"}, {"host:", "bad port"},      {"host:http", "bad port"},
+      {"host:0", "bad port"},        {"host:65536", "bad port"}, {"host:80x", "bad port"},
+      {":80", "empty host"},         {"[]:80", "empty host"},    {"", "missing port"},
+      {"[::1]", "missing port"},     {"[::1:80", "missing ']'"}, {"::1:80", "brackets"},
   };
   for (const auto& [text, reason] : cases) {
     auto parsed = Endpoint::parse(text);
@@ -192,7 +192,9 @@ TEST_F(ClientTest, ResolvesLocalhost) {
     Request request;
     auto response = co_await client_->send(named, std::move(request));
     EXPECT_TRUE(response.ok()) << response.error().to_string();
-    if (response.ok()) { EXPECT_EQ(response->body, "named"); }
+    if (response.ok()) {
+      EXPECT_EQ(response->body, "named");
+    }
   }());
 }
 
@@ -342,8 +344,9 @@ TEST_F(ClientTest, BodyOverTheLimitIsTooLarge) {
       if (request->starts_with("GET /announced")) {
         co_await conn.write("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n");
       } else {
-        co_await conn.write("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-                            "8\r\n01234567\r\n8\r\n01234567\r\n0\r\n\r\n");
+        co_await conn.write(
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "8\r\n01234567\r\n8\r\n01234567\r\n0\r\n\r\n");
       }
     }
   });
@@ -354,7 +357,9 @@ TEST_F(ClientTest, BodyOverTheLimitIsTooLarge) {
     for (const char* target : {"/announced", "/chunked"}) {
       auto response = co_await get(target);
       EXPECT_FALSE(response.ok()) << target;
-      if (!response.ok()) { EXPECT_EQ(response.error().code, ErrorCode::kTooLarge) << target; }
+      if (!response.ok()) {
+        EXPECT_EQ(response.error().code, ErrorCode::kTooLarge) << target;
+      }
     }
   }());
 }
@@ -389,7 +394,9 @@ TEST_F(ClientTest, HeadRequestHasNoBodyAndKeepsTheConnection) {
     const Endpoint to = server_->endpoint();
     auto response = co_await client_->send(to, std::move(head));
     EXPECT_TRUE(response.ok());
-    if (response.ok()) { EXPECT_EQ(response->body, ""); }
+    if (response.ok()) {
+      EXPECT_EQ(response->body, "");
+    }
   }());
   EXPECT_EQ(get_body(), "after");
   EXPECT_EQ(server_->connections(), 1);
@@ -409,7 +416,9 @@ TEST_F(ClientTest, InvalidRequestsAreRejectedBeforeSending) {
       const Endpoint to = server_->endpoint();
       auto response = co_await client_->send(to, std::move(*request));
       EXPECT_FALSE(response.ok());
-      if (!response.ok()) { EXPECT_EQ(response.error().code, ErrorCode::kInvalidArgument); }
+      if (!response.ok()) {
+        EXPECT_EQ(response.error().code, ErrorCode::kInvalidArgument);
+      }
     }
   }());
   EXPECT_EQ(server_->connections(), 0);
@@ -434,7 +443,9 @@ TEST_F(ClientTest, OpenReturnsTheFirstPieceBeforeTheRestIsSent) {
     EXPECT_EQ(stream.headers().get("Transfer-Encoding").value_or(""), "chunked");
     auto first = co_await stream.next();
     EXPECT_TRUE(first.ok() && first->has_value());
-    if (first.ok() && first->has_value()) { EXPECT_EQ(**first, "first "); }
+    if (first.ok() && first->has_value()) {
+      EXPECT_EQ(**first, "first ");
+    }
     go_on.set();  // only now may the server send the rest
     std::string rest;
     for (;;) {
@@ -518,7 +529,9 @@ TEST_F(ClientTest, StreamErrorMidBodyIsReportedOnce) {
     }
     EXPECT_EQ(body, "partial");
     EXPECT_FALSE(piece.ok());
-    if (!piece.ok()) { EXPECT_EQ(piece.error().code, ErrorCode::kProtocol); }
+    if (!piece.ok()) {
+      EXPECT_EQ(piece.error().code, ErrorCode::kProtocol);
+    }
     auto again = co_await (*opened)->next();
     EXPECT_FALSE(again.ok());
   }());

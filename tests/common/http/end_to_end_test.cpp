@@ -102,7 +102,8 @@ TEST_F(EndToEnd, EchoesBodiesOverOneKeptAliveConnection) {
     auto res = run(io_, client.send(endpoint_, std::move(req)));
     ASSERT_TRUE(res.ok()) << res.error().to_string();
     EXPECT_EQ(res->status, 200);
-    EXPECT_EQ(res->body, std::string(static_cast<std::size_t>(100 * i), static_cast<char>('a' + i)));
+    EXPECT_EQ(res->body,
+              std::string(static_cast<std::size_t>(100 * i), static_cast<char>('a' + i)));
     EXPECT_EQ(res->headers.get("X-Request-Id").value_or(""), "req-" + std::to_string(i));
     EXPECT_EQ(client.idle_connections(), 1u);
   }
@@ -143,7 +144,8 @@ TEST_F(EndToEnd, RelaysServerSentEventsInOrder) {
   }());
   ASSERT_TRUE(events.ok()) << events.error().to_string();
   ASSERT_EQ(events->size(), 201u);
-  for (int i = 0; i < 200; ++i) EXPECT_EQ((*events)[static_cast<std::size_t>(i)], "{\"i\":" + std::to_string(i) + "}");
+  for (int i = 0; i < 200; ++i)
+    EXPECT_EQ((*events)[static_cast<std::size_t>(i)], "{\"i\":" + std::to_string(i) + "}");
   EXPECT_EQ(events->back(), "[DONE]");
 }
 
@@ -180,16 +182,19 @@ TEST_F(EndToEnd, ManyConcurrentClientsAllSucceed) {
   constexpr int kClients = 64;
   int ok = 0;
   for (int i = 0; i < kClients; ++i) {
-    asio::co_spawn(io_, [&, i]() -> Task<void> {
-      for (int j = 0; j < 5; ++j) {
-        Request req;
-        req.method = Method::kPost;
-        req.target = "/echo";
-        req.body = std::to_string(i * 100 + j);
-        auto res = co_await client.send(endpoint_, std::move(req));
-        if (res && res->status == 200 && res->body == std::to_string(i * 100 + j)) ++ok;
-      }
-    }, asio::detached);
+    asio::co_spawn(
+        io_,
+        [&, i]() -> Task<void> {
+          for (int j = 0; j < 5; ++j) {
+            Request req;
+            req.method = Method::kPost;
+            req.target = "/echo";
+            req.body = std::to_string(i * 100 + j);
+            auto res = co_await client.send(endpoint_, std::move(req));
+            if (res && res->status == 200 && res->body == std::to_string(i * 100 + j)) ++ok;
+          }
+        },
+        asio::detached);
   }
   io_.run();
   EXPECT_EQ(ok, kClients * 5);
@@ -215,7 +220,10 @@ TEST_F(EndToEnd, StopEndsALiveStreamWithoutHanging) {
     Status end = ok_status();
     for (;;) {
       auto more = co_await reader.next();
-      if (!more) { end = more.error(); break; }
+      if (!more) {
+        end = more.error();
+        break;
+      }
       if (!more->has_value()) break;
       ++events_after_stop;
     }

@@ -51,7 +51,8 @@ TEST(HttpRequestFuzzCorpus, EveryFileParsesAsItsNameSays) {
 
 TEST(HttpRequestFuzzCorpus, PipelinedRequestsAreCountedAndCloseStopsParsing) {
   EXPECT_EQ(replay("GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n").requests, 2u);
-  EXPECT_EQ(replay("GET /a HTTP/1.1\r\nConnection: close\r\n\r\nGET /b HTTP/1.1\r\n\r\n").requests, 1u);
+  EXPECT_EQ(replay("GET /a HTTP/1.1\r\nConnection: close\r\n\r\nGET /b HTTP/1.1\r\n\r\n").requests,
+            1u);
   EXPECT_EQ(replay("GET /a HTTP/1.1\r\n\r\nBREW /b HTTP/1.1\r\n\r\n").rejected_status, 501);
 }
 

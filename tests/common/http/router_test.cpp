@@ -17,8 +17,12 @@ class RecordingWriter final : public ResponseWriter {
     sent = std::move(response);
     co_return ok_status();
   }
-  Task<Status> begin_stream(int, Headers) override { co_return make_error(ErrorCode::kUnsupported, "test"); }
-  Task<Status> write_chunk(std::string_view) override { co_return make_error(ErrorCode::kUnsupported, "test"); }
+  Task<Status> begin_stream(int, Headers) override {
+    co_return make_error(ErrorCode::kUnsupported, "test");
+  }
+  Task<Status> write_chunk(std::string_view) override {
+    co_return make_error(ErrorCode::kUnsupported, "test");
+  }
   Task<Status> end_stream() override { co_return make_error(ErrorCode::kUnsupported, "test"); }
   bool started() const noexcept override { return sent.has_value(); }
 

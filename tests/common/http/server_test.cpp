@@ -22,7 +22,8 @@ Task<void> echo(Request& request, ResponseWriter& writer) {
   Response response;
   response.headers.add("Content-Type", "text/plain");
   response.headers.add("X-Remote", request.remote);
-  response.body = std::string(method_name(request.method)) + " " + request.target + "\n" + request.body;
+  response.body =
+      std::string(method_name(request.method)) + " " + request.target + "\n" + request.body;
   (void)co_await writer.send(std::move(response));
 }
 
@@ -81,7 +82,8 @@ TEST(Server, KeepAliveCarriesSeveralRequestsIncludingPipelined) {
     ASSERT_TRUE(response);
     EXPECT_EQ(response->body(), "GET /n" + std::to_string(i) + "\n");
   }
-  ASSERT_TRUE(client.write("GET /p1 HTTP/1.1\r\nHost: t\r\n\r\nGET /p2 HTTP/1.1\r\nHost: t\r\n\r\n"));
+  ASSERT_TRUE(
+      client.write("GET /p1 HTTP/1.1\r\nHost: t\r\n\r\nGET /p2 HTTP/1.1\r\nHost: t\r\n\r\n"));
   auto first = client.read_response();
   auto second = client.read_response();
   ASSERT_TRUE(first && second);
@@ -135,8 +137,9 @@ TEST(Server, HeadAnswersHeadersWithoutBody) {
 TEST(Server, AcceptsChunkedRequestBody) {
   RunningServer server(small_options(), echo);
   RawClient client(server.port());
-  ASSERT_TRUE(client.write("POST /c HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
-                           "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"));
+  ASSERT_TRUE(
+      client.write("POST /c HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+                   "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"));
   auto response = client.read_response();
   ASSERT_TRUE(response);
   EXPECT_EQ(response->body(), "POST /c\nhello world");
@@ -145,7 +148,8 @@ TEST(Server, AcceptsChunkedRequestBody) {
 TEST(Server, AnswersExpect100ContinueBeforeTheBody) {
   RunningServer server(small_options(), echo);
   RawClient client(server.port());
-  ASSERT_TRUE(client.write("POST /e HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n"));
+  ASSERT_TRUE(client.write(
+      "POST /e HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n"));
   ASSERT_TRUE(client.read_until("HTTP/1.1 100 Continue\r\n\r\n"));
   ASSERT_TRUE(client.write("body"));
   client.received().clear();

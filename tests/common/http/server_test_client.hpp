@@ -5,16 +5,16 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/read.hpp>
 #include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <array>
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -34,7 +34,8 @@ using namespace std::chrono_literals;
 
 // Polls `condition` until it holds or `limit` passes; for effects that happen on the
 // server's threads after the client has seen its answer (counters, closes).
-inline bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit = 5000ms) {
+inline bool eventually(const std::function<bool()>& condition,
+                       std::chrono::milliseconds limit = 5000ms) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (!condition()) {
     if (std::chrono::steady_clock::now() > deadline) return false;
@@ -58,16 +59,18 @@ class RawClient {
   }
 
   // One complete response, or nullopt if none arrived whole within `timeout`.
-  std::optional<RawResponse> read_response(std::chrono::milliseconds timeout = 5000ms, bool head = false) {
+  std::optional<RawResponse> read_response(std::chrono::milliseconds timeout = 5000ms,
+                                           bool head = false) {
     beast_http::response_parser<beast_http::string_body> parser;
     parser.skip(head);
     parser.body_limit(64 * 1024 * 1024);
     boost::system::error_code result = asio::error::timed_out;
     bool done = run_for(timeout, [&](bool& finished) {
-      beast_http::async_read(socket_, buffer_, parser, [&](boost::system::error_code ec, std::size_t) {
-        result = ec;
-        finished = true;
-      });
+      beast_http::async_read(socket_, buffer_, parser,
+                             [&](boost::system::error_code ec, std::size_t) {
+                               result = ec;
+                               finished = true;
+                             });
     });
     if (!done || result) return std::nullopt;
     return parser.release();
@@ -77,7 +80,8 @@ class RawClient {
   bool read_until(std::string_view needle, std::chrono::milliseconds timeout = 5000ms) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (received_.find(needle) == std::string::npos) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
       if (left <= 0ms || !read_some(left)) return false;
     }
     return true;
@@ -89,7 +93,8 @@ class RawClient {
   bool wait_closed(std::chrono::milliseconds timeout = 5000ms) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
       if (left <= 0ms) return false;
       if (!read_some(left)) return !timed_out_;
     }
@@ -112,11 +117,12 @@ class RawClient {
     boost::system::error_code result;
     std::size_t got = 0;
     timed_out_ = !run_for(timeout, [&](bool& finished) {
-      socket_.async_read_some(asio::buffer(chunk), [&](boost::system::error_code ec, std::size_t n) {
-        result = ec;
-        got = n;
-        finished = true;
-      });
+      socket_.async_read_some(asio::buffer(chunk),
+                              [&](boost::system::error_code ec, std::size_t n) {
+                                result = ec;
+                                got = n;
+                                finished = true;
+                              });
     });
     if (timed_out_ || result) return false;
     received_.append(chunk.data(), got);
@@ -149,7 +155,8 @@ class RawClient {
 // A started server for one test; stops in the destructor.
 class RunningServer {
  public:
-  RunningServer(ServerOptions options, Handler handler) : server_(std::move(options), std::move(handler)) {
+  RunningServer(ServerOptions options, Handler handler)
+      : server_(std::move(options), std::move(handler)) {
     const Status started = server_.start();
     EXPECT_TRUE(started.ok()) << (started.ok() ? "" : started.error().to_string());
   }

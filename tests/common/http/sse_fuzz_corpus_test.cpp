@@ -32,8 +32,7 @@ TEST(SseFuzzCorpus, EveryFileKeepsTheInvariants) {
 
 TEST(SseFuzzCorpus, ReplayReallyParses) {
   // Guards the replay itself: a corpus entry with known content yields its events.
-  const auto outcome = fuzzing::parse_in_pieces(
-      "data: {\"a\":1}\n\ndata: [DONE]\n\n", 3);
+  const auto outcome = fuzzing::parse_in_pieces("data: {\"a\":1}\n\ndata: [DONE]\n\n", 3);
   EXPECT_TRUE(outcome.ok);
   ASSERT_EQ(outcome.events.size(), 2u);
   EXPECT_EQ(outcome.events[1].data, "[DONE]");

@@ -130,8 +130,9 @@ TEST(SseReader, OverAClientStreamSplitAcrossTcpWrites) {
   boost::asio::io_context io;
   ScriptServer server(io, [](ScriptConn& conn) -> Task<void> {
     if (!co_await conn.read_request()) co_return;
-    co_await conn.write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                        "Transfer-Encoding: chunked\r\n\r\n");
+    co_await conn.write(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n");
     for (const std::string& segment : kWireSegments) {
       char size[16];
       std::snprintf(size, sizeof size, "%zx\r\n", segment.size());

@@ -135,9 +135,9 @@ TEST(SseParser, EmptyIdResetsLastEventId) {
 }
 
 TEST(SseParser, RetryMustBeAllDigits) {
-  for (const char* wire : {"retry: 12a\ndata: x\n\n", "retry: -1\ndata: x\n\n",
-                           "retry:\ndata: x\n\n", "retry:  5\ndata: x\n\n",
-                           "retry: 99999999999\ndata: x\n\n"}) {
+  for (const char* wire :
+       {"retry: 12a\ndata: x\n\n", "retry: -1\ndata: x\n\n", "retry:\ndata: x\n\n",
+        "retry:  5\ndata: x\n\n", "retry: 99999999999\ndata: x\n\n"}) {
     auto events = parse_all(wire);
     ASSERT_EQ(events.size(), 1u) << wire;
     EXPECT_FALSE(events[0].retry.has_value()) << wire;
@@ -145,19 +145,31 @@ TEST(SseParser, RetryMustBeAllDigits) {
 }
 
 TEST(SseParser, LeadingBomIsIgnoredOnlyAtStreamStart) {
-  EXPECT_EQ(parse_all("\xEF\xBB\xBF" "data: x\n\n"), std::vector<SseEvent>{data_event("x")});
+  EXPECT_EQ(parse_all("\xEF\xBB\xBF"
+                      "data: x\n\n"),
+            std::vector<SseEvent>{data_event("x")});
   // A BOM split across reads is still a BOM.
   SseParser parser;
   std::vector<SseEvent> events;
   ASSERT_TRUE(parser.feed("\xEF", events).ok());
   ASSERT_TRUE(parser.feed("\xBB", events).ok());
-  ASSERT_TRUE(parser.feed("\xBF" "data: y\n\n", events).ok());
+  ASSERT_TRUE(parser
+                  .feed("\xBF"
+                        "data: y\n\n",
+                        events)
+                  .ok());
   EXPECT_EQ(events, std::vector<SseEvent>{data_event("y")});
   // Later on it is ordinary bytes: here part of an unknown field name, so ignored.
-  ASSERT_TRUE(parser.feed("\xEF\xBB\xBF" "data: z\n\n", events).ok());
+  ASSERT_TRUE(parser
+                  .feed("\xEF\xBB\xBF"
+                        "data: z\n\n",
+                        events)
+                  .ok());
   EXPECT_EQ(events.size(), 1u);
   // Not a BOM after all: the bytes belong to the first line.
-  EXPECT_TRUE(parse_all("\xEF\xBB" "data: x\n\n").empty());
+  EXPECT_TRUE(parse_all("\xEF\xBB"
+                        "data: x\n\n")
+                  .empty());
 }
 
 // The stream a relay sees: every feature, every line ending, multi-byte UTF-8, a comment.
@@ -350,7 +362,9 @@ TEST(SseWriter, WritesHeadersAndOneChunkPerEvent) {
 
 TEST(SseWriter, MultiLineCommentStaysAComment) {
   RecordingWriter writer;
-  run([&]() -> Task<void> { EXPECT_TRUE((co_await SseWriter(writer).comment("a\r\ndata: b")).ok()); }());
+  run([&]() -> Task<void> {
+    EXPECT_TRUE((co_await SseWriter(writer).comment("a\r\ndata: b")).ok());
+  }());
   ASSERT_EQ(writer.chunks.size(), 1u);
   EXPECT_EQ(writer.chunks[0], ": a\n: data: b\n\n");
   EXPECT_TRUE(parse_all(writer.chunks[0]).empty());
@@ -362,7 +376,9 @@ TEST(SseWriter, PassesWriteErrorsThrough) {
   run([&]() -> Task<void> {
     Status status = co_await SseWriter(writer).send_data("x");
     EXPECT_FALSE(status.ok());
-    if (!status.ok()) { EXPECT_EQ(status.error().code, ErrorCode::kUnavailable); }
+    if (!status.ok()) {
+      EXPECT_EQ(status.error().code, ErrorCode::kUnavailable);
+    }
   }());
 }
 

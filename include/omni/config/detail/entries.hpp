@@ -26,23 +26,29 @@ namespace omni::config::detail {
 // One leaf value of a schema, seen from its root type T.
 template <class T>
 struct Leaf {
-  std::string path;         // "listen.port"; "pools[].name" inside a list of sections
-  std::string type;         // for docs: "integer", "list of string", "duration, optional"
-  std::string flag_type;    // for --help: "INT", "DURATION"
+  std::string path;       // "listen.port"; "pools[].name" inside a list of sections
+  std::string type;       // for docs: "integer", "list of string", "duration, optional"
+  std::string flag_type;  // for --help: "INT", "DURATION"
   std::string doc;
-  std::string constraints;  // "1..65535; not empty"
-  bool is_bool = false;     // a bare --flag means true
-  bool is_list = false;     // a repeated flag appends
-  std::function<std::string(const T&)> show;         // the value, as text
+  std::string constraints;                          // "1..65535; not empty"
+  bool is_bool = false;                             // a bare --flag means true
+  bool is_list = false;                             // a repeated flag appends
+  std::function<std::string(const T&)> show;        // the value, as text
   std::function<Status(T&, std::string_view)> set;  // empty: only settable in YAML
 };
 
 // Re-roots a leaf of S at T through the section member, prefixing its path.
 template <class T, class S>
 Leaf<T> lift_leaf(Leaf<S> inner, const std::string& prefix, S T::*member) {
-  Leaf<T> out{join_path(prefix, inner.path), std::move(inner.type), std::move(inner.flag_type),
-              std::move(inner.doc), std::move(inner.constraints), inner.is_bool, inner.is_list,
-              {}, {}};
+  Leaf<T> out{join_path(prefix, inner.path),
+              std::move(inner.type),
+              std::move(inner.flag_type),
+              std::move(inner.doc),
+              std::move(inner.constraints),
+              inner.is_bool,
+              inner.is_list,
+              {},
+              {}};
   out.show = [member, show = std::move(inner.show)](const T& root) { return show(root.*member); };
   if (inner.set) {
     out.set = [member, set = std::move(inner.set)](T& root, std::string_view text) {
@@ -75,8 +81,10 @@ class Entry {
 
 // Members for which non_empty() means something: strings, lists, optional strings.
 template <class M>
-concept Emptiable = requires(const M& value) { value.empty(); } ||
-                    (Shape<M>::kOptional && requires(const ElementOf<M>& value) { value.empty(); });
+concept Emptiable = requires(const M& value) {
+  value.empty();
+}
+|| (Shape<M>::kOptional && requires(const ElementOf<M>& value) { value.empty(); });
 
 template <Emptiable M>
 bool is_empty_value(const M& value) {
@@ -200,7 +208,10 @@ template <class T, class S>
 class ListEntry final : public Entry<T> {
  public:
   ListEntry(std::string key, std::vector<S> T::*member, std::string doc, Schema<S> schema)
-      : Entry<T>(std::move(key)), member_(member), doc_(std::move(doc)), schema_(std::move(schema)) {}
+      : Entry<T>(std::move(key)),
+        member_(member),
+        doc_(std::move(doc)),
+        schema_(std::move(schema)) {}
 
   void load(const Node& node, T& obj, const std::string& path, Issues& issues) const override;
   void validate(const T& obj, const std::string& path, Issues& issues,
@@ -278,9 +289,15 @@ void ListEntry<T, S>::leaves(std::vector<Leaf<T>>& out) const {
   out.push_back(std::move(self));
   // Items exist only in YAML, so their leaves show a fresh item's defaults and have no flag.
   for (auto& inner : schema_.leaves()) {
-    Leaf<T> leaf{join_path(this->key() + "[]", inner.path), std::move(inner.type),
-                 std::move(inner.flag_type), std::move(inner.doc), std::move(inner.constraints),
-                 inner.is_bool, inner.is_list, {}, {}};
+    Leaf<T> leaf{join_path(this->key() + "[]", inner.path),
+                 std::move(inner.type),
+                 std::move(inner.flag_type),
+                 std::move(inner.doc),
+                 std::move(inner.constraints),
+                 inner.is_bool,
+                 inner.is_list,
+                 {},
+                 {}};
     leaf.show = [show = std::move(inner.show)](const T&) { return show(S{}); };
     out.push_back(std::move(leaf));
   }

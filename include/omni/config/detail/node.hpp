@@ -23,7 +23,7 @@ struct Node {
   std::vector<Entry> entries;  // kMap, in document order
   int line = 0;                // 1-based position in the document; 0 when built in code
   int column = 0;
-  bool flow = false;           // emit hint: write the sequence inline, [a, b]
+  bool flow = false;  // emit hint: write the sequence inline, [a, b]
 
   static Node make_scalar(std::string text);
   static Node make_sequence(std::vector<Node> items, bool flow);

@@ -41,8 +41,8 @@ using ElementOf = typename Shape<M>::Element;
 std::vector<std::string> split_list(std::string_view text);
 
 template <class C>
-bool load_scalar(const Node& node, typename C::Value& out, const C& codec,
-                 const std::string& path, Issues& issues) {
+bool load_scalar(const Node& node, typename C::Value& out, const C& codec, const std::string& path,
+                 Issues& issues) {
   if (node.kind != Node::Kind::kScalar) {
     issues.add_at(path, "expected " + codec.expected() + ", got " + node.describe(), node);
     return false;
@@ -57,8 +57,7 @@ bool load_scalar(const Node& node, typename C::Value& out, const C& codec,
 }
 
 template <class M, class C>
-void load_value(const Node& node, M& out, const C& codec, const std::string& path,
-                Issues& issues) {
+void load_value(const Node& node, M& out, const C& codec, const std::string& path, Issues& issues) {
   using S = Shape<M>;
   if constexpr (S::kOptional) {
     if (node.kind == Node::Kind::kNull) {

@@ -172,9 +172,9 @@ inline Task<std::optional<std::string>> ScriptConn::read_request() {
     body_bytes = std::stoul(lower.substr(at + 17));
   }
   if (buffer.size() < body_bytes) {
-    auto [body_ec, n] = co_await asio::async_read(
-        socket, asio::dynamic_buffer(buffer), asio::transfer_exactly(body_bytes - buffer.size()),
-        kAsTuple);
+    auto [body_ec, n] =
+        co_await asio::async_read(socket, asio::dynamic_buffer(buffer),
+                                  asio::transfer_exactly(body_bytes - buffer.size()), kAsTuple);
     if (body_ec) co_return std::nullopt;
   }
   request += buffer.substr(0, body_bytes);
