@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# bench/placement/run.sh <build-dir>: omni-placement's planners on synthetic DeepSeek-V3-shaped
+# loads (58 layers x 256 experts, Zipf skew, seeded): planning time on 64 devices, rebalancing
+# time per layer, and, at equal memory on 32 devices with one redundant slot per device, EPLB vs
+# uniform vs layer-wise redundancy. Seeds 1..SEEDS, each timed REPEATS times (median).
+#
+# Environment: SEEDS (3), REPEATS (5).
+# Output: a table on stdout, bench/results/placement.json and a bar chart placement.svg.
+set -euo pipefail
+
+build_dir=${1:?usage: run.sh <build-dir>}
+seeds=${SEEDS:-3}
+repeats=${REPEATS:-5}
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+bin=$build_dir/bin/omni-placement-bench
+[[ -x $bin ]] || { echo "missing $bin (cmake --preset bench && cmake --build build/bench --target omni-placement-bench)" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "missing python3" >&2; exit 1; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for seed in $(seq "$seeds"); do
+  echo "seed $seed/$seeds" >&2
+  "$bin" "$seed" "$repeats" >"$work/seed.$seed.json"
+done
+
+mkdir -p "$repo/bench/results"
+python3 - "$work" "$seeds" "$repo/bench/results/placement.json" <<'PY'
+import datetime, json, os, platform, statistics, sys
+
+work, seeds, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+runs = [json.load(open(os.path.join(work, f"seed.{s}.json"))) for s in range(1, seeds + 1)]
+med = lambda f: statistics.median(f(r) for r in runs)
+algos = ("eplb", "eplb_global", "uniform", "layerwise")
+sections = ("quality", "quality_mixed_skew")
+
+def quality_summary(section):
+    q = {a: {k: med(lambda r: r[section][a][k]) for k in runs[0][section][a]} for a in algos}
+    for key in ("layerwise_vs_eplb_reduction", "layerwise_vs_eplb_global_reduction",
+                "layerwise_vs_uniform_reduction", "layerwise_slots_min", "layerwise_slots_max"):
+        q[key] = med(lambda r: r[section][key])
+    return q
+
+summary = {
+    "planning_ms": {a: med(lambda r: r["planning"][f"{a}_ms"]) for a in ("eplb", "uniform", "layerwise")},
+    "rebalance_ms_per_layer": med(lambda r: r["rebalance"]["per_layer_ms"]),
+}
+for section in sections:
+    summary[section] = quality_summary(section)
+report = {
+    "benchmark": "placement",
+    "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    "machine": {"host": platform.node(), "kernel": platform.release(), "cpus": os.cpu_count(),
+                "cpu_model": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
+                                   if l.startswith("model name")), "unknown")},
+    "settings": {"SEEDS": seeds, "REPEATS": runs[0]["repeats"]},
+    "command": "bench/placement/run.sh <build-dir>",
+    "summary_median_over_seeds": summary,
+    "runs": runs,
+}
+with open(out, "w") as f:
+    json.dump(report, f, indent=2)
+
+p = summary["planning_ms"]
+print(f"planning 58x256 on 64 devices (median ms): eplb {p['eplb']:.2f}  uniform {p['uniform']:.2f}  "
+      f"layerwise {p['layerwise']:.2f}   (target <= 100)")
+print(f"rebalancing: {summary['rebalance_ms_per_layer']:.3f} ms per layer   (target <= 10)")
+titles = {"quality": "Zipf s=1.0 in every layer", "quality_mixed_skew": "Zipf s from 0.6 to 1.4 across layers"}
+for section in sections:
+    q = summary[section]
+    print(f"\nDeepSeek-V3 shape, 32 devices, 9 slots/device (one redundant), {titles[section]}, median of {seeds} seeds:")
+    print(f"{'algorithm':<12} {'mean max/mean':>14} {'sum max load':>14} {'locality max/mean':>18} {'cross-node':>11}")
+    for a in algos:
+        print(f"{a:<12} {q[a]['mean_imbalance']:>14.4f} {q[a]['sum_max_device_load']:>14.0f} "
+              f"{q[a]['locality_mean_imbalance']:>18.4f} {q[a]['cross_node_share']:>11.3f}")
+    print(f"layer-wise sum of max load vs EPLB hierarchical: {100 * q['layerwise_vs_eplb_reduction']:.1f}% lower "
+          f"(target >= 5%); vs EPLB global: {100 * q['layerwise_vs_eplb_global_reduction']:.1f}%; "
+          f"vs uniform: {100 * q['layerwise_vs_uniform_reduction']:.1f}%; layer-wise slots/device "
+          f"{q['layerwise_slots_min']:.0f}..{q['layerwise_slots_max']:.0f}")
+
+# A bar chart of the sum of max device load per algorithm and load set (SVG, no dependencies).
+svg_path = out[:-len(".json")] + ".svg"
+colors = {"eplb": "#c0504d", "eplb_global": "#f79646", "uniform": "#4f81bd", "layerwise": "#9bbb59"}
+top = max(summary[s][a]["sum_max_device_load"] for s in sections for a in algos)
+bar, gap, height = 28, 40, 220
+parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{60 + len(sections) * (len(algos) * bar + gap) + 170}" height="{height + 70}" font-family="sans-serif" font-size="11">',
+         f'<text x="10" y="14">sum over layers of max device load (32 devices, 9 slots/device; lower is better)</text>']
+x = 50
+for section in sections:
+    for a in algos:
+        v = summary[section][a]["sum_max_device_load"]
+        h = height * v / top
+        parts.append(f'<rect x="{x}" y="{30 + height - h:.1f}" width="{bar - 4}" height="{h:.1f}" fill="{colors[a]}"/>')
+        parts.append(f'<text x="{x}" y="{26 + height - h:.1f}" font-size="9">{v / 1000:.0f}k</text>')
+        x += bar
+    parts.append(f'<text x="{x - len(algos) * bar}" y="{height + 48}">{titles[section]}</text>')
+    x += gap
+for i, a in enumerate(algos):
+    parts.append(f'<rect x="{x}" y="{40 + 18 * i}" width="12" height="12" fill="{colors[a]}"/><text x="{x + 16}" y="{50 + 18 * i}">{a}</text>')
+parts.append("</svg>")
+with open(svg_path, "w") as f:
+    f.write("\n".join(parts))
+print(f"written: {out}, {svg_path}")
+PY
