@@ -1,14 +1,18 @@
 // omni-placement-bench: planning and rebalancing time, and plan quality at equal memory, on
-// synthetic skewed loads of the DeepSeek-V3 shape (58 layers x 256 experts). Prints one JSON
-// object; bench/placement/run.sh turns it into a table and bench/results/placement.json.
+// synthetic skewed loads of the DeepSeek-V3 shape (58 layers x 256 experts), and a sweep of
+// memory budgets between whole slots per device (layer-wise vs uniform and EPLB at the same
+// memory). Prints one JSON object; bench/placement/run.sh turns it into a table and
+// bench/results/placement.json.
 //
 //   omni-placement-bench [seed] [repeats] [zipf_s]
 #include <algorithm>
 #include <boost/json/serialize.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -128,6 +132,60 @@ boost::json::object quality(const LoadMatrix& loads) {
   return out;
 }
 
+// Budgets uniform redundancy cannot use: memory of `budget` slots per device per layer on average
+// (58 x budget slots per device in all). Uniform redundancy, and EPLB (num_replicas = 32 x
+// slots), can only use floor(budget) slots per device in every layer; layer-wise gets the whole
+// budget and gives its redundant slots-per-device to some layers only.
+boost::json::array budget_sweep(const LoadMatrix& loads) {
+  constexpr std::size_t kDevices = 32;
+  constexpr std::size_t kNodes = 4;
+  constexpr std::size_t kMinSlots = kExperts / kDevices;  // 8: no redundancy
+  constexpr double kBudgets[] = {8.0, 8.25, 8.5, 8.75, 9.0, 10.0};
+  std::map<std::size_t, boost::json::object> baselines;  // by floor(budget)
+  boost::json::array rows;
+  for (const double budget : kBudgets) {
+    const auto slots = static_cast<std::size_t>(std::floor(budget));
+    const auto total =
+        static_cast<std::size_t>(std::llround(static_cast<double>(kLayers) * budget));
+    const Topology t = topology(kDevices, kNodes, slots);
+    if (baselines.find(slots) == baselines.end()) {
+      boost::json::object b;
+      b["uniform"] = quality_row(must(plan_uniform(loads, t), "uniform"), loads, t);
+      b["eplb"] = quality_row(must(eplb_plan(loads, t, kGroups), "eplb"), loads, t);
+      b["eplb_global"] = quality_row(must(eplb_plan(loads, t, 1), "eplb global"), loads, t);
+      baselines[slots] = std::move(b);
+    }
+    LayerwiseOptions options;
+    options.total_slots_per_device = total;
+    const LayerwisePlan layerwise = must(plan_layerwise(loads, t, options), "layerwise");
+    boost::json::object row = baselines[slots];
+    row["budget_slots_per_device"] = budget;
+    row["total_slots_per_device"] = total;
+    row["baseline_slots_per_device"] = slots;
+    row["layerwise"] = quality_row(layerwise.placement, loads, t);
+    std::size_t redundant_layers = 0;
+    std::size_t used = 0;
+    for (const std::size_t s : layerwise.slots_per_device) {
+      redundant_layers += s > kMinSlots ? 1 : 0;
+      used += s;
+    }
+    const auto [lo, hi] =
+        std::minmax_element(layerwise.slots_per_device.begin(), layerwise.slots_per_device.end());
+    row["layerwise_layers_with_redundancy"] = redundant_layers;
+    row["layerwise_slots_used"] = used;
+    row["layerwise_unused_slots"] = layerwise.unused_slots;
+    row["layerwise_slots_min"] = *lo;
+    row["layerwise_slots_max"] = *hi;
+    const double l = row["layerwise"].as_object()["sum_max_device_load"].as_double();
+    for (const char* base : {"uniform", "eplb", "eplb_global"}) {
+      const double b = row[base].as_object()["sum_max_device_load"].as_double();
+      row[std::string("layerwise_vs_") + base + "_reduction"] = 1.0 - l / b;
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 // Layers of different skew: layer l draws its Zipf exponent evenly from [0.6, 1.4], so some
 // layers need redundancy far more than others (the generator alone gives every layer the same
 // rank profile).
@@ -166,7 +224,10 @@ int main(int argc, char** argv) {
   report["planning"] = timing(windows[0], repeats == 0 ? 1 : repeats);
   report["rebalance"] = rebalance_timing(windows[0], windows[1], repeats == 0 ? 1 : repeats);
   report["quality"] = quality(windows[0]);
-  report["quality_mixed_skew"] = quality(mixed_skew_loads(options, random));
+  const LoadMatrix mixed = mixed_skew_loads(options, random);
+  report["quality_mixed_skew"] = quality(mixed);
+  report["budget_sweep"] = budget_sweep(windows[0]);
+  report["budget_sweep_mixed_skew"] = budget_sweep(mixed);
   std::cout << boost::json::serialize(report) << "\n";
   return 0;
 }

@@ -2,7 +2,9 @@
 # bench/placement/run.sh <build-dir>: omni-placement's planners on synthetic DeepSeek-V3-shaped
 # loads (58 layers x 256 experts, Zipf skew, seeded): planning time on 64 devices, rebalancing
 # time per layer, and, at equal memory on 32 devices with one redundant slot per device, EPLB vs
-# uniform vs layer-wise redundancy. Seeds 1..SEEDS, each timed REPEATS times (median).
+# uniform vs layer-wise redundancy; then a sweep of memory budgets of 8 to 10 slots per device per
+# layer on average (layer-wise with the whole budget vs uniform and EPLB at floor(budget) slots).
+# Seeds 1..SEEDS, each timed REPEATS times (median).
 #
 # Environment: SEEDS (3), REPEATS (5).
 # Output: a table on stdout, bench/results/placement.json and a bar chart placement.svg.
@@ -46,6 +48,26 @@ summary = {
 }
 for section in sections:
     summary[section] = quality_summary(section)
+
+# Budget sweep: per budget, medians over seeds of every number in the row (rows in the same
+# order in every run).
+sweeps = ("budget_sweep", "budget_sweep_mixed_skew")
+sweep_algos = ("layerwise", "uniform", "eplb_global", "eplb")
+def sweep_summary(section):
+    rows = []
+    for i, first in enumerate(runs[0][section]):
+        row = {}
+        for k, v in first.items():
+            if isinstance(v, dict):
+                row[k] = {m: med(lambda r: r[section][i][k][m]) for m in v}
+            else:
+                row[k] = med(lambda r: r[section][i][k])
+        row["layerwise_layers_with_redundancy_per_seed"] = [
+            r[section][i]["layerwise_layers_with_redundancy"] for r in runs]
+        rows.append(row)
+    return rows
+for section in sweeps:
+    summary[section] = sweep_summary(section)
 report = {
     "benchmark": "placement",
     "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -76,6 +98,20 @@ for section in sections:
           f"(target >= 5%); vs EPLB global: {100 * q['layerwise_vs_eplb_global_reduction']:.1f}%; "
           f"vs uniform: {100 * q['layerwise_vs_uniform_reduction']:.1f}%; layer-wise slots/device "
           f"{q['layerwise_slots_min']:.0f}..{q['layerwise_slots_max']:.0f}")
+
+sweep_titles = {"budget_sweep": titles["quality"], "budget_sweep_mixed_skew": titles["quality_mixed_skew"]}
+for section in sweeps:
+    print(f"\nBudget sweep, 32 devices, {sweep_titles[section]}, median of {seeds} seeds: sum of max device load "
+          f"(mean max/mean); baselines at floor(budget) slots/device, the most that fits the same memory")
+    print(f"{'budget':>6} {'slots':>5} {'layer-wise':>18} {'uniform':>18} {'EPLB global':>18} {'EPLB (8 groups)':>18} "
+          f"{'vs uniform':>10} {'vs global':>10} {'vs EPLB':>8} {'layers+':>8}")
+    for row in summary[section]:
+        cells = " ".join(f"{row[a]['sum_max_device_load']:>9.0f} ({row[a]['mean_imbalance']:.4f})" for a in sweep_algos)
+        print(f"{row['budget_slots_per_device']:>6.2f} {row['total_slots_per_device']:>5.0f} {cells} "
+              f"{100 * row['layerwise_vs_uniform_reduction']:>9.2f}% {100 * row['layerwise_vs_eplb_global_reduction']:>9.2f}% "
+              f"{100 * row['layerwise_vs_eplb_reduction']:>7.2f}% {row['layerwise_layers_with_redundancy']:>5.0f}/58")
+    print("(slots: total_slots_per_device = round(58 x budget); vs X: layer-wise sum of max load lower by; "
+          "layers+: layers given more than 8 slots/device by layer-wise)")
 
 # A bar chart of the sum of max device load per algorithm and load set (SVG, no dependencies).
 svg_path = out[:-len(".json")] + ".svg"
