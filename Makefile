@@ -42,10 +42,12 @@ asan:
 fuzz: deps
 	@cmake --preset fuzz --log-level=WARNING
 	@cmake --build --preset fuzz
+	@# New inputs go to build/fuzz/new-corpus/<name> (libFuzzer writes into its first corpus
+	@# folder); the checked-in corpus is only read. Merge worthwhile finds by hand with -merge=1.
 	@for f in build/fuzz/bin/fuzz_*; do \
-	  name=$$(basename $$f); dir=fuzz/$${name#fuzz_}/corpus; \
-	  echo "== $$name ($(FUZZ_SECONDS)s)"; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $$dir || exit 1; \
+	  name=$$(basename $$f); dir=fuzz/$${name#fuzz_}/corpus; new=build/fuzz/new-corpus/$$name; \
+	  mkdir -p $$new; echo "== $$name ($(FUZZ_SECONDS)s)"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $$new $$dir || exit 1; \
 	done
 
 fmt:
