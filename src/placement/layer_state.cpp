@@ -127,30 +127,15 @@ SwapChoice best_swap_from(const LayerState& s, std::size_t top) {
   SwapChoice best;
   const double top_load = s.load(top);
   best.new_pair_max = top_load;
-  const std::size_t per = s.slots_per_device();
-  for (std::size_t i = 0; i < per; ++i) {
-    const std::size_t a = top * per + i;
-    const ExpertId x = s.at(a);
-    const double wx = s.per_copy(x);
-    for (std::size_t dev = 0; dev < s.devices(); ++dev) {
-      if (dev == top || s.holds(dev, x)) continue;
-      const bool same_node = s.node_of(dev) == s.node_of(top);
-      if (!same_node && !s.fits_node(dev, x, s.copies(x))) continue;
-      const double other = s.load(dev);
-      if (other + 1e-12 >= top_load) continue;
-      for (std::size_t j = 0; j < per; ++j) {
-        const std::size_t b = dev * per + j;
-        const ExpertId y = s.at(b);
-        const double delta = wx - s.per_copy(y);
-        if (delta <= 0.0 || s.holds(top, y)) continue;
-        if (!same_node && !s.fits_node(top, y, s.copies(y))) continue;
-        const double pair_max = std::max(top_load - delta, other + delta);
-        if (pair_max < best.new_pair_max - 1e-9 * top_load) {
-          best = SwapChoice{a, b, pair_max, true};
-        }
-      }
-    }
-  }
+  for_each_load_lowering_swap(s, top,
+                              [&](std::size_t a, std::size_t b, std::size_t dev, double delta) {
+                                const double other = s.load(dev);
+                                if (other + 1e-12 >= top_load) return;
+                                const double pair_max = std::max(top_load - delta, other + delta);
+                                if (pair_max < best.new_pair_max - 1e-9 * top_load) {
+                                  best = SwapChoice{a, b, pair_max, true};
+                                }
+                              });
   return best;
 }
 

@@ -92,4 +92,32 @@ class LayerState {
 // Improving swaps between the most loaded device and the others; returns swaps made.
 std::size_t local_search(LayerState& state, std::size_t max_swaps);
 
+// Calls visit(a, b, device, delta) for every swap of a slot `a` on device `top` with a slot `b`
+// on a less loaded `device` that moves load off `top` (delta > 0 is the per-copy load that
+// moves), keeps every device free of duplicate copies and keeps copies spread over nodes.
+// The local search and the rebalancer both score these candidates, each in its own way.
+template <class Visit>
+void for_each_load_lowering_swap(const LayerState& s, std::size_t top, Visit&& visit) {
+  const std::size_t per = s.slots_per_device();
+  const double top_load = s.load(top);
+  for (std::size_t i = 0; i < per; ++i) {
+    const std::size_t a = top * per + i;
+    const ExpertId x = s.at(a);
+    const double wx = s.per_copy(x);
+    for (std::size_t dev = 0; dev < s.devices(); ++dev) {
+      if (dev == top || s.holds(dev, x) || s.load(dev) >= top_load) continue;
+      const bool same_node = s.node_of(dev) == s.node_of(top);
+      if (!same_node && !s.fits_node(dev, x, s.copies(x))) continue;
+      for (std::size_t j = 0; j < per; ++j) {
+        const std::size_t b = dev * per + j;
+        const ExpertId y = s.at(b);
+        const double delta = wx - s.per_copy(y);
+        if (delta <= 0.0 || s.holds(top, y)) continue;
+        if (!same_node && !s.fits_node(top, y, s.copies(y))) continue;
+        visit(a, b, dev, delta);
+      }
+    }
+  }
+}
+
 }  // namespace omni::placement::detail

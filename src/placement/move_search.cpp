@@ -46,24 +46,11 @@ double MoveSearch::max_after(const LayerState& s) {
 }
 
 void MoveSearch::scan_swaps(const LayerState& s, std::size_t top) {
-  const std::size_t per = s.slots_per_device();
   const double top_load = s.load(top);
-  for (std::size_t i = 0; i < per; ++i) {
-    const std::size_t a = top * per + i;
-    const ExpertId x = s.at(a);
-    const double wx = s.per_copy(x);
-    for (std::size_t dev = 0; dev < s.devices(); ++dev) {
-      if (dev == top || s.holds(dev, x) || s.load(dev) >= top_load) continue;
-      const bool same_node = s.node_of(dev) == s.node_of(top);
-      if (!same_node && !s.fits_node(dev, x, s.copies(x))) continue;
-      for (std::size_t j = 0; j < per; ++j) {
-        const std::size_t b = dev * per + j;
-        const ExpertId y = s.at(b);
-        const double delta = wx - s.per_copy(y);
-        if (delta <= 0.0 || s.holds(top, y)) continue;
-        if (!same_node && !s.fits_node(top, y, s.copies(y))) continue;
+  for_each_load_lowering_swap(
+      s, top, [&](std::size_t a, std::size_t b, std::size_t dev, double delta) {
         // Cheap bound first: the pair alone must beat the best so far.
-        if (std::max(top_load - delta, s.load(dev) + delta) >= best_.new_max) continue;
+        if (std::max(top_load - delta, s.load(dev) + delta) >= best_.new_max) return;
         ++epoch_;
         touched_.clear();
         add_delta(top, -delta);
@@ -73,9 +60,7 @@ void MoveSearch::scan_swaps(const LayerState& s, std::size_t top) {
           best_ = MoveCandidate{MoveKind::kSwap, a, b, 0, after};
           found_ = true;
         }
-      }
-    }
-  }
+      });
 }
 
 // Overwrite `slot` (expert y, >= 2 copies) with a new copy of z.
