@@ -113,27 +113,63 @@ for section in sweeps:
     print("(slots: total_slots_per_device = round(58 x budget); vs X: layer-wise sum of max load lower by; "
           "layers+: layers given more than 8 slots/device by layer-wise)")
 
-# A bar chart of the sum of max device load per algorithm and load set (SVG, no dependencies).
+# Charts (SVG, no dependencies): placement.svg — the sum of max device load per algorithm and
+# load set, under EPLB's even-split model and under locality-first routing (the load model of
+# the routing tables); placement_sweep.svg — the same sum against the memory budget.
 svg_path = out[:-len(".json")] + ".svg"
 colors = {"eplb": "#c0504d", "eplb_global": "#f79646", "uniform": "#4f81bd", "layerwise": "#9bbb59"}
-top = max(summary[s][a]["sum_max_device_load"] for s in sections for a in algos)
-bar, gap, height = 28, 40, 220
-parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{60 + len(sections) * (len(algos) * bar + gap) + 170}" height="{height + 70}" font-family="sans-serif" font-size="11">',
-         f'<text x="10" y="14">sum over layers of max device load (32 devices, 9 slots/device; lower is better)</text>']
+models = [("sum_max_device_load", "even split"), ("locality_sum_max_device_load", "locality-first routing")]
+top = max(summary[s][a][m] for s in sections for a in algos for m, _ in models)
+bar, gap, height = 30, 70, 220
+groups = [(s, m, label) for s in sections for m, label in models]
+width = 60 + len(groups) * (len(algos) * bar + gap) + 120
+parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 86}" font-family="sans-serif" font-size="11">',
+         '<rect width="100%" height="100%" fill="white"/>',
+         '<text x="10" y="14">sum over layers of max device load, DeepSeek-V3 shape, 32 devices, 9 slots/device (lower is better)</text>']
 x = 50
-for section in sections:
+for section, metric, label in groups:
     for a in algos:
-        v = summary[section][a]["sum_max_device_load"]
+        v = summary[section][a][metric]
         h = height * v / top
         parts.append(f'<rect x="{x}" y="{30 + height - h:.1f}" width="{bar - 4}" height="{h:.1f}" fill="{colors[a]}"/>')
         parts.append(f'<text x="{x}" y="{26 + height - h:.1f}" font-size="9">{v / 1000:.0f}k</text>')
         x += bar
-    parts.append(f'<text x="{x - len(algos) * bar}" y="{height + 48}">{titles[section]}</text>')
+    parts.append(f'<text x="{x - len(algos) * bar}" y="{height + 46}" font-size="9">{titles[section]}</text>')
+    parts.append(f'<text x="{x - len(algos) * bar}" y="{height + 60}" font-size="10">{label}</text>')
     x += gap
 for i, a in enumerate(algos):
     parts.append(f'<rect x="{x}" y="{40 + 18 * i}" width="12" height="12" fill="{colors[a]}"/><text x="{x + 16}" y="{50 + 18 * i}">{a}</text>')
 parts.append("</svg>")
 with open(svg_path, "w") as f:
     f.write("\n".join(parts))
-print(f"written: {out}, {svg_path}")
+
+sweep_path = out[:-len(".json")] + "_sweep.svg"
+pw, ph, left, top_pad = 300, 200, 60, 40
+parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + len(sweeps) * (pw + 40) + 130}" height="{ph + 90}" font-family="sans-serif" font-size="11">',
+         '<rect width="100%" height="100%" fill="white"/>',
+         '<text x="10" y="14">sum of max device load against memory (slots per device per layer, on average); baselines use floor(budget)</text>']
+for k, section in enumerate(sweeps):
+    rows = summary[section]
+    xs = [r["budget_slots_per_device"] for r in rows]
+    ymax = max(r[a]["sum_max_device_load"] for r in rows for a in sweep_algos)
+    x0 = left + k * (pw + 40)
+    px = lambda b: x0 + pw * (b - xs[0]) / (xs[-1] - xs[0])
+    py = lambda v: top_pad + ph - ph * v / ymax
+    parts.append(f'<line x1="{x0}" y1="{top_pad + ph}" x2="{x0 + pw}" y2="{top_pad + ph}" stroke="black"/>')
+    parts.append(f'<line x1="{x0}" y1="{top_pad}" x2="{x0}" y2="{top_pad + ph}" stroke="black"/>')
+    for b in xs:
+        parts.append(f'<text x="{px(b) - 10:.1f}" y="{top_pad + ph + 14}" font-size="9">{b:g}</text>')
+    parts.append(f'<text x="{x0 - 50}" y="{top_pad + 8}" font-size="9">{ymax / 1000:.0f}k</text>')
+    parts.append(f'<text x="{x0 - 20}" y="{top_pad + ph}" font-size="9">0</text>')
+    for a in sweep_algos:
+        pts = " ".join(f"{px(r['budget_slots_per_device']):.1f},{py(r[a]['sum_max_device_load']):.1f}" for r in rows)
+        parts.append(f'<polyline points="{pts}" fill="none" stroke="{colors[a]}" stroke-width="2"/>')
+    parts.append(f'<text x="{x0}" y="{top_pad + ph + 32}" font-size="10">{sweep_titles[section]}</text>')
+for i, a in enumerate(sweep_algos):
+    lx = left + len(sweeps) * (pw + 40)
+    parts.append(f'<rect x="{lx}" y="{40 + 18 * i}" width="12" height="12" fill="{colors[a]}"/><text x="{lx + 16}" y="{50 + 18 * i}">{a}</text>')
+parts.append("</svg>")
+with open(sweep_path, "w") as f:
+    f.write("\n".join(parts))
+print(f"written: {out}, {svg_path}, {sweep_path}")
 PY
