@@ -15,3 +15,6 @@ endif()
 if(OMNI_BUILD_BENCH)
   find_package(benchmark REQUIRED)
 endif()
+# libxxhash-dev ships no CMake config: XXH3-128 for vLLM's xxhash block-hash algorithms.
+find_path(XXHASH_INCLUDE_DIR xxhash.h REQUIRED)
+find_library(XXHASH_LIBRARY NAMES xxhash REQUIRED)

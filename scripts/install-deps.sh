@@ -20,6 +20,7 @@ packages=(
   libspdlog-dev         # logging
   libfmt-dev
   libssl-dev            # OpenSSL
+  libxxhash-dev         # XXH3-128 for vLLM's xxhash block-hash algorithms (omni_kvcache)
   libgtest-dev          # GoogleTest
   libgmock-dev          # GoogleMock
   libbenchmark-dev      # Google Benchmark
