@@ -8,7 +8,7 @@
 #include <string>
 
 #include "omni/http/client.hpp"
-#include "testing/client_script_server.hpp"
+#include "testing/client_fixture.hpp"
 
 namespace omni::http {
 namespace {
@@ -39,38 +39,13 @@ std::string repeated(std::string_view text, int times) {
   return out;
 }
 
-class ClientInterimTest : public ::testing::Test {
+class ClientInterimTest : public testing::ClientFixture {
  protected:
-  ScriptServer& serve(ScriptServer::Script script) {
-    server_ = std::make_unique<ScriptServer>(io_, std::move(script));
-    return *server_;
-  }
-  Client& make_client() {
-    client_ = std::make_unique<Client>(io_.get_executor());
-    return *client_;
-  }
-  void run(Task<void> task) { testing::run_task(io_, std::move(task)); }
-  // Named locals rather than temporaries in the co_await expressions (GCC 12, see
-  // client_test.cpp).
-  Task<Result<Response>> get() {
-    Request request;
-    const Endpoint to = server_->endpoint();
-    co_return co_await client_->send(to, std::move(request));
-  }
   // The response's status and body ("<status> <body>"), or "error: <code>".
   std::string get_outcome() {
-    std::string outcome;
-    run([&]() -> Task<void> {
-      auto response = co_await get();
-      outcome = response.ok() ? std::to_string(response->status) + " " + response->body
-                              : "error: " + std::string(error_code_name(response.error().code));
-    }());
-    return outcome;
+    return ClientFixture::get_outcome(
+        [](const Response& r) { return std::to_string(r.status) + " " + r.body; });
   }
-
-  boost::asio::io_context io_;
-  std::unique_ptr<ScriptServer> server_;
-  std::unique_ptr<Client> client_;
 };
 
 TEST_F(ClientInterimTest, SendSkipsInterimResponsesAndReturnsTheFinalOne) {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "omni/http/client.hpp"
-#include "testing/client_script_server.hpp"
+#include "testing/client_fixture.hpp"
 
 namespace omni::http {
 namespace {
@@ -18,44 +18,12 @@ using testing::ScriptServer;
 using testing::serve_forever;
 using testing::Signal;
 
-class ClientTest : public ::testing::Test {
+class ClientTest : public testing::ClientFixture {
  protected:
-  ScriptServer& serve(ScriptServer::Script script) {
-    server_ = std::make_unique<ScriptServer>(io_, std::move(script));
-    return *server_;
-  }
-  Client& make_client(ClientOptions options = {}) {
-    client_ = std::make_unique<Client>(io_.get_executor(), options);
-    return *client_;
-  }
-  void run(Task<void> task) { testing::run_task(io_, std::move(task)); }
-  // Named locals rather than temporaries in the co_await expressions: GCC 12 mishandles
-  // brace-initialised temporaries there (it destroys them from the wrong address).
-  Task<Result<Response>> get(std::string_view target = "/") {
-    Request request;
-    request.target = std::string(target);
-    const Endpoint to = server_->endpoint();
-    co_return co_await client_->send(to, std::move(request));
-  }
-  Task<Result<std::unique_ptr<ResponseStream>>> open_get() {
-    Request request;
-    const Endpoint to = server_->endpoint();
-    co_return co_await client_->open(to, std::move(request));
-  }
   // Sends a GET and returns its body, or the error as "error: <code>".
   std::string get_body() {
-    std::string outcome;
-    run([&]() -> Task<void> {
-      auto response = co_await get();
-      outcome = response.ok() ? response->body
-                              : "error: " + std::string(error_code_name(response.error().code));
-    }());
-    return outcome;
+    return get_outcome([](const Response& r) { return r.body; });
   }
-
-  boost::asio::io_context io_;
-  std::unique_ptr<ScriptServer> server_;
-  std::unique_ptr<Client> client_;
 };
 
 TEST(Endpoint, ParsesHostPortAndBracketedIpv6) {
