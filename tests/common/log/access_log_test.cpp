@@ -11,26 +11,16 @@
 #include <thread>
 #include <vector>
 
+#include "json_lines.hpp"
+
 namespace omni::log {
 namespace {
 
 using namespace std::chrono;
 using namespace std::chrono_literals;
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-boost::json::object parse_object(const std::string& line) {
-  boost::system::error_code ec;
-  boost::json::value value = boost::json::parse(line, ec);
-  EXPECT_FALSE(ec) << ec.message() << " in: " << line;
-  if (ec || !value.is_object()) return {};
-  return value.as_object();
-}
+using testing::lines_of;
+using testing::parse_object;
 
 std::string format_line(const AccessRecord& record, std::size_t max_field_bytes = 4096) {
   std::string out;
