@@ -18,3 +18,13 @@ endif()
 # libxxhash-dev ships no CMake config: XXH3-128 for vLLM's xxhash block-hash algorithms.
 find_path(XXHASH_INCLUDE_DIR xxhash.h REQUIRED)
 find_library(XXHASH_LIBRARY NAMES xxhash REQUIRED)
+
+# pkg-config for the C libraries that ship no CMake config.
+find_package(PkgConfig REQUIRED)
+# ZeroMQ (libzmq3-dev + cppzmq-dev): vLLM's KV-event PUB/SUB and replay sockets.
+pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
+find_path(CPPZMQ_INCLUDE_DIR zmq.hpp REQUIRED)
+# PCRE2 with JIT (libpcre2-dev): the tokenizers' pre-tokenization regexes.
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+# OpenBLAS (libopenblas-dev): the GEMM-based attention baseline (cblas_sgemm, cblas_sbgemm).
+pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)

@@ -42,3 +42,21 @@ function(omni_test name)
     DISCOVERY_TIMEOUT 60
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 endfunction()
+
+# omni_add_subdirectories([FIRST dir...]): adds every child folder that has a CMakeLists.txt,
+# the FIRST ones first, the rest in name order, so a new component needs no edit here.
+function(omni_add_subdirectories)
+  cmake_parse_arguments(A "" "" "FIRST" ${ARGN})
+  foreach(dir ${A_FIRST})
+    add_subdirectory(${dir})
+  endforeach()
+  file(GLOB children RELATIVE ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/*)
+  list(SORT children)
+  foreach(dir ${children})
+    if(IS_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/${dir}
+       AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${dir}/CMakeLists.txt
+       AND NOT dir IN_LIST A_FIRST)
+      add_subdirectory(${dir})
+    endif()
+  endforeach()
+endfunction()

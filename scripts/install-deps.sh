@@ -21,6 +21,11 @@ packages=(
   libfmt-dev
   libssl-dev            # OpenSSL
   libxxhash-dev         # XXH3-128 for vLLM's xxhash block-hash algorithms (omni_kvcache)
+  libzmq3-dev           # ZeroMQ: vLLM's KV-event PUB/SUB and replay sockets
+  cppzmq-dev            # its C++ header
+  libpcre2-dev          # PCRE2 with JIT: tokenizer pre-tokenization regexes
+  libopenblas-dev       # OpenBLAS: the GEMM-based attention baseline (sbgemm)
+  ccache                # shares compiled objects between build folders
   libgtest-dev          # GoogleTest
   libgmock-dev          # GoogleMock
   libbenchmark-dev      # Google Benchmark
