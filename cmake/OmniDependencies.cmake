@@ -28,3 +28,5 @@ find_path(CPPZMQ_INCLUDE_DIR zmq.hpp REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 # OpenBLAS (libopenblas-dev): the GEMM-based attention baseline (cblas_sgemm, cblas_sbgemm).
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+# ICU (libicu-dev): Unicode normalisation (NFC/NFKC) for the tokenizers.
+find_package(ICU REQUIRED COMPONENTS uc)

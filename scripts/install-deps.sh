@@ -24,6 +24,7 @@ packages=(
   libzmq3-dev           # ZeroMQ: vLLM's KV-event PUB/SUB and replay sockets
   cppzmq-dev            # its C++ header
   libpcre2-dev          # PCRE2 with JIT: tokenizer pre-tokenization regexes
+  libicu-dev            # ICU: Unicode normalisation for the tokenizers
   libopenblas-dev       # OpenBLAS: the GEMM-based attention baseline (sbgemm)
   ccache                # shares compiled objects between build folders
   libgtest-dev          # GoogleTest
