@@ -32,8 +32,13 @@ struct ModelProfile {
   double bytes_per_param = 1.0;  // fp8 weights: 1; bf16: 2
   double kv_bytes_per_elem = 2.0;
   std::uint32_t max_model_len = 0;
+  std::vector<std::string> aliases;  // other names builtin_model_profile() accepts
   // KV bytes per token over all layers (derived; what a PD transfer moves).
   double kv_bytes_per_token() const;
+  // Parameter counts (derived from the shapes above).
+  double attention_params_per_layer() const;  // projections (MLA or GQA), no norms
+  double expert_params() const;               // one routed expert (gate, up, down)
+  double total_params() const;                // all layers + embeddings + lm_head, no MTP
 };
 
 struct HardwareProfile {
@@ -46,6 +51,10 @@ struct HardwareProfile {
   double mfu = 0.5;              // achieved fraction of peak for large GEMMs (calibrated)
   double mbu = 0.7;              // achieved fraction of HBM bandwidth (calibrated)
   double step_overhead_s = 0.0;  // fixed per-step cost (scheduling, launch)
+  double scaleup_gbps = 0;       // per-device intra-node bandwidth, Gb/s (TP all-reduce); 0: free
+  double comm_efficiency = 0.7;  // achieved fraction of link bandwidth (all-to-all, all-reduce)
+  double attention_mfu = 0;      // achieved fraction of peak in attention kernels; 0: mfu
+  std::uint32_t devices_per_node = 8;  // devices on one scale-up domain (NVLink / UB)
 };
 
 struct ParallelLayout {
@@ -64,12 +73,29 @@ struct StepShape {
   std::uint64_t prefill_context_tokens = 0;    // sum over prefill chunks of tokens before them
   std::uint32_t decode_seqs = 0;
   std::uint64_t decode_context_tokens = 0;     // sum of decode sequences' context lengths
+  // Optional detail (0: estimated from the fields above).
+  std::uint32_t prefill_seqs = 0;              // prefill chunks in the step (lm_head samples)
+  // Sum over chunks of n*ctx + n*(n+1)/2: query-key pairs of causal prefill attention.
+  std::uint64_t prefill_attention_pairs = 0;
+  std::uint32_t decode_query_tokens = 0;       // decode tokens incl. MTP drafts to verify
+};
+
+// Where one step's time goes (seconds, per device; the step time is their sum).
+struct StepBreakdown {
+  double overhead = 0;
+  double attention = 0;  // projections + attention core, all layers
+  double ffn = 0;        // MoE experts (routed + shared + gate) and dense FFN layers
+  double comm = 0;       // EP all-to-all not hidden behind compute, plus TP all-reduce
+  double lm_head = 0;
+  double mtp = 0;        // draft passes of the MTP module
+  double total() const { return overhead + attention + ffn + comm + lm_head + mtp; }
 };
 
 class CostModel {
  public:
   CostModel(ModelProfile model, HardwareProfile hw, ParallelLayout layout, MtpConfig mtp = {});
   double step_seconds(const StepShape& shape) const;
+  StepBreakdown breakdown(const StepShape& shape) const;
   // KV blocks that fit in memory after weights and activations (for num_gpu_blocks = 0).
   std::uint64_t kv_capacity_tokens() const;
   double kv_transfer_seconds(std::uint64_t tokens, double link_gbps) const;
@@ -91,5 +117,10 @@ Result<ModelProfile> load_model_profile(const std::string& path_or_name);
 Result<HardwareProfile> load_hardware_profile(const std::string& path_or_name);
 std::vector<std::string> builtin_model_names();
 std::vector<std::string> builtin_hardware_names();
+// Parses a profile from YAML text (the format of profiles/*/*.yaml); errors name the key.
+Result<ModelProfile> parse_model_profile(std::string_view yaml_text);
+Result<HardwareProfile> parse_hardware_profile(std::string_view yaml_text);
+// Checks a layout against a model: positive sizes, heads divisible by tp, experts for EP.
+Status validate_layout(const ModelProfile& model, const ParallelLayout& layout);
 
 }  // namespace omni::engine

@@ -68,6 +68,7 @@ struct ScheduledSeq {
   std::uint32_t cached_tokens = 0;       // prefix-cache hits credited at admission (first chunk)
   std::uint32_t context_tokens = 0;      // tokens already in the KV cache before this step
   bool decode = false;                   // a decode step for this sequence
+  std::uint32_t draft_tokens = 0;        // MTP drafts verified with this decode step
 };
 
 struct StepPlan {
@@ -101,6 +102,7 @@ struct EngineStats {
   std::uint64_t prefix_cache_queries = 0;  // tokens looked up, cumulative
   std::uint64_t prefix_cache_hits = 0;     // tokens found, cumulative
   std::uint64_t outstanding_prefill_tokens = 0;  // uncomputed prompt tokens, waiting + running
+  std::uint32_t num_held = 0;  // prefill_only requests holding blocks for a decode instance
 };
 
 class Engine {
@@ -128,6 +130,10 @@ class Engine {
   // returns the largest such k <= max_steps and their total time; 0 when the next step differs.
   struct Stable { std::uint32_t steps = 0; double seconds = 0.0; };
   Stable stable_decode_run(std::uint32_t max_steps) const;
+  // The same, limited to the steps that START before `horizon_s` seconds from now (the next
+  // external event of a simulator: an arrival added during a step waits for the next
+  // schedule() either way, so running up to the step that spans it changes nothing).
+  Stable stable_decode_run(std::uint32_t max_steps, double horizon_s) const;
   // Applies `steps` stable decode steps at once (each sequence gains the tokens it would have).
   StepOutputs advance_stable(std::uint32_t steps);
 
@@ -137,6 +143,9 @@ class Engine {
   const CostModel& cost_model() const;
   // Longest cached prefix, in tokens, for these block hashes (no side effects).
   std::uint32_t cached_prefix_tokens(const std::vector<std::uint64_t>& block_hashes) const;
+  // vLLM's reset_prefix_cache: forgets every cached block (AllBlocksCleared is delivered with the
+  // next complete()). False, and nothing changes, while any block is in use.
+  bool reset_prefix_cache();
 
  private:
   struct Impl;
