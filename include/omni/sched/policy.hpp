@@ -1,0 +1,75 @@
+// Placement policies: which instance serves a request, and in which order waiting requests are
+// placed. The same code runs inside omni-cluster (virtual time) and is meant for omni-proxy's
+// scheduler (wall time): a policy sees only what a gateway sees — the request, every eligible
+// instance's load as the gateway counts it, and how much of the prompt each instance has cached
+// (from the global prefix index) — and never touches clocks, threads or sockets.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "omni/common/result.hpp"
+#include "omni/sched/prefix_index.hpp"
+
+namespace omni::sched {
+
+enum class Stage : std::uint8_t { kPrefill, kDecode, kAggregated };
+
+struct Candidate {
+  InstanceId instance = 0;
+  std::uint32_t group = 0;
+  std::uint32_t outstanding_requests = 0;  // dispatched, not finished (gateway's count)
+  std::uint64_t outstanding_tokens = 0;    // their prompt (+ output, at decode) tokens
+  std::uint64_t queued_prefill_tokens = 0;  // dispatched prompt tokens not yet prefilled, uncached
+  std::uint32_t running = 0;               // as the engine last reported
+  std::uint32_t waiting = 0;
+  double kv_usage = 0.0;                   // 0..1
+  std::uint32_t matched_tokens = 0;        // this prompt's prefix cached there
+};
+
+struct PlacementRequest {
+  std::uint64_t id = 0;
+  double now = 0.0;
+  double arrival = 0.0;
+  std::uint32_t prompt_tokens = 0;
+  std::uint32_t max_output_tokens = 0;
+  std::uint32_t block_size = 16;
+  // Decode stage in PD: where the prefill ran (its group bounds the choice) and how long moving
+  // the KV to each decode candidate would take is the caller's business.
+  std::optional<InstanceId> prefill_instance;
+};
+
+class PlacementPolicy {
+ public:
+  virtual ~PlacementPolicy() = default;
+  virtual std::string_view name() const = 0;
+  // Whether candidates need matched_tokens (a prefix-index lookup per candidate).
+  virtual bool uses_prefix_matches() const { return false; }
+  // The index of the chosen candidate, or nullopt to hold the request at the gateway until load
+  // is released (only for kPrefill / kAggregated). `candidates` is never empty.
+  virtual std::optional<std::size_t> choose(const PlacementRequest& request, Stage stage,
+                                            std::span<const Candidate> candidates) = 0;
+  // Order of held requests: the lowest score is placed first.
+  virtual double queue_score(const PlacementRequest& request) const { return request.arrival; }
+  // What the gateway observed: an instance finished prefilling `tokens` uncached tokens, and it
+  // has been continuously busy for `busy_seconds` since its previous completion (or since the
+  // request was dispatched, when it was idle before).
+  virtual void observe_prefill(InstanceId, std::uint64_t /*tokens*/, double /*busy_seconds*/) {}
+};
+
+struct PolicyInfo {
+  std::string name;
+  std::string summary;  // one line, with the source of the published ones
+};
+
+// round-robin, least-load, sglang-cache-aware, llm-d, dynamo, omni-anchor, omni.
+Result<std::unique_ptr<PlacementPolicy>> make_placement_policy(std::string_view name,
+                                                               std::uint64_t seed = 0);
+std::vector<PolicyInfo> placement_policies();
+
+}  // namespace omni::sched

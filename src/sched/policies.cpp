@@ -1,0 +1,324 @@
+// The placement policies. The published ones follow their sources' defaults (cited per class);
+// where a source leaves a detail open, the comment says what we chose.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "omni/sched/policy.hpp"
+
+namespace omni::sched {
+namespace {
+
+double match_rate(const PlacementRequest& r, const Candidate& c) {
+  return r.prompt_tokens == 0 ? 0.0 : static_cast<double>(c.matched_tokens) / r.prompt_tokens;
+}
+
+// Index of the candidate with the smallest key (first one on ties).
+template <class Key>
+std::size_t argmin(std::span<const Candidate> candidates, Key key) {
+  std::size_t best = 0;
+  auto best_key = key(candidates[0]);
+  for (std::size_t i = 1; i < candidates.size(); ++i) {
+    const auto k = key(candidates[i]);
+    if (k < best_key) {
+      best = i;
+      best_key = k;
+    }
+  }
+  return best;
+}
+
+class RoundRobin final : public PlacementPolicy {
+ public:
+  std::string_view name() const override { return "round-robin"; }
+  std::optional<std::size_t> choose(const PlacementRequest&, Stage stage,
+                                    std::span<const Candidate> candidates) override {
+    return static_cast<std::size_t>(next_[static_cast<int>(stage)]++ % candidates.size());
+  }
+
+ private:
+  std::uint64_t next_[3] = {0, 0, 0};
+};
+
+// Least outstanding tokens as the gateway counts them, ties by fewest outstanding requests.
+class LeastLoad final : public PlacementPolicy {
+ public:
+  std::string_view name() const override { return "least-load"; }
+  std::optional<std::size_t> choose(const PlacementRequest&, Stage,
+                                    std::span<const Candidate> candidates) override {
+    return argmin(candidates, [](const Candidate& c) {
+      return std::pair(c.outstanding_tokens, c.outstanding_requests);
+    });
+  }
+};
+
+// SGLang model gateway (sgl-router) "cache_aware": when the load is imbalanced (max - min >
+// 64 requests and max > 1.5 x min) go to the least loaded worker; otherwise to the worker with
+// the highest prefix match if its match rate exceeds 0.3, else to the worker with the smallest
+// radix tree. Load = requests in flight; the tree size is approximated by KV-cache usage.
+class SglangCacheAware final : public PlacementPolicy {
+ public:
+  std::string_view name() const override { return "sglang-cache-aware"; }
+  bool uses_prefix_matches() const override { return true; }
+  std::optional<std::size_t> choose(const PlacementRequest& request, Stage,
+                                    std::span<const Candidate> candidates) override {
+    const auto [lo, hi] = std::minmax_element(
+        candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+          return a.outstanding_requests < b.outstanding_requests;
+        });
+    const double min_load = lo->outstanding_requests, max_load = hi->outstanding_requests;
+    if (max_load - min_load > kBalanceAbs && max_load > kBalanceRel * min_load) {
+      return static_cast<std::size_t>(lo - candidates.begin());
+    }
+    const std::size_t best =
+        argmin(candidates, [&](const Candidate& c) { return -match_rate(request, c); });
+    if (match_rate(request, candidates[best]) > kCacheThreshold) return best;
+    return argmin(candidates, [](const Candidate& c) { return c.kv_usage; });
+  }
+
+ private:
+  static constexpr double kBalanceAbs = 64, kBalanceRel = 1.5, kCacheThreshold = 0.3;
+};
+
+// llm-d inference scheduler's default profile: the weighted sum of the queue scorer (2), the
+// KV-cache utilisation scorer (2) and the prefix-cache scorer (3), highest total wins. Queue
+// score: min-max normalised waiting queue (shortest = 1); KV: 1 - usage; prefix: the share of the
+// prompt's blocks cached.
+class LlmD final : public PlacementPolicy {
+ public:
+  std::string_view name() const override { return "llm-d"; }
+  bool uses_prefix_matches() const override { return true; }
+  std::optional<std::size_t> choose(const PlacementRequest& request, Stage,
+                                    std::span<const Candidate> candidates) override {
+    const auto [lo, hi] = std::minmax_element(
+        candidates.begin(), candidates.end(),
+        [](const Candidate& a, const Candidate& b) { return a.waiting < b.waiting; });
+    const double span = static_cast<double>(hi->waiting) - lo->waiting;
+    return argmin(candidates, [&](const Candidate& c) {
+      const double queue = span > 0 ? (hi->waiting - static_cast<double>(c.waiting)) / span : 1.0;
+      const double kv = 1.0 - std::clamp(c.kv_usage, 0.0, 1.0);
+      const double prefix = match_rate(request, c);
+      return -(2.0 * queue + 2.0 * kv + 3.0 * prefix);
+    });
+  }
+};
+
+// NVIDIA Dynamo's KV router cost: overlap_weight (1.0) x blocks still to prefill after the
+// cached overlap + the worker's active (decode) blocks, lowest cost wins (temperature 0). The
+// active blocks are the gateway's outstanding tokens in blocks.
+class Dynamo final : public PlacementPolicy {
+ public:
+  std::string_view name() const override { return "dynamo"; }
+  bool uses_prefix_matches() const override { return true; }
+  std::optional<std::size_t> choose(const PlacementRequest& request, Stage,
+                                    std::span<const Candidate> candidates) override {
+    const double bs = std::max<std::uint32_t>(1, request.block_size);
+    return argmin(candidates, [&](const Candidate& c) {
+      const double uncached = request.prompt_tokens - std::min(request.prompt_tokens, c.matched_tokens);
+      const double prefill_blocks = std::ceil(uncached / bs);
+      const double active_blocks = std::ceil(static_cast<double>(c.outstanding_tokens) / bs);
+      return 1.0 * prefill_blocks + active_blocks;
+    });
+  }
+};
+
+// omni-infer's Omni Proxy as published: the prefill queue is ordered by 0.8 x shortness + 0.2 x
+// waiting time; a node takes work only under 32,000 outstanding tokens and 32 running requests;
+// among those, the deepest prefix match wins, then the least outstanding tokens; when no node is
+// under its thresholds the request waits in the proxy. (The publication gives the weights and
+// thresholds, not the normalisation: shortness is the prompt over the token threshold, waiting
+// is in seconds.)
+class OmniAnchor final : public PlacementPolicy {
+ public:
+  std::string_view name() const override { return "omni-anchor"; }
+  bool uses_prefix_matches() const override { return true; }
+  std::optional<std::size_t> choose(const PlacementRequest&, Stage stage,
+                                    std::span<const Candidate> candidates) override {
+    std::optional<std::size_t> best;
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      const Candidate& c = candidates[i];
+      const bool under = static_cast<double>(c.outstanding_tokens) < kMaxTokens && c.outstanding_requests < kMaxRequests;
+      if (!under && stage != Stage::kDecode) continue;
+      if (!best || better(c, candidates[*best])) best = i;
+    }
+    return best;
+  }
+  double queue_score(const PlacementRequest& r) const override {
+    return 0.8 * (r.prompt_tokens / kMaxTokens) - 0.2 * (r.now - r.arrival);
+  }
+
+ private:
+  static bool better(const Candidate& a, const Candidate& b) {
+    if (a.matched_tokens != b.matched_tokens) return a.matched_tokens > b.matched_tokens;
+    return a.outstanding_tokens < b.outstanding_tokens;
+  }
+  static constexpr double kMaxTokens = 32000, kMaxRequests = 32;
+};
+
+// Ours: place each prompt where it will finish first. A node's prefill speed is learned online
+// from what the gateway sees (tokens finished per busy second, smoothed); its predicted finish
+// for this request is (its queued uncached tokens + this request's uncached tokens) / speed.
+// Ties prefer the deeper cache match. A node whose queue already holds more than
+// `max_queue_seconds` of work takes nothing more, and the request waits in the gateway, where
+// shorter prompts go first but every second of waiting counts as `aging` tokens of shortness.
+// Decode: fewest outstanding tokens, steering away from nodes whose KV cache is nearly full.
+struct OmniTuning {
+  double cache_weight = 1.0;       // extra weight of uncached work over queue wait
+  double max_queue_seconds = 1.5;  // hold at the gateway when every node has more queued
+  double aging_tokens_per_second = 4096;
+  double learn = 1.0;  // 0: every node at the pool's initial speed (no learning)
+};
+
+class Omni final : public PlacementPolicy {
+ public:
+  Omni(std::string name, OmniTuning tuning) : name_(std::move(name)), tuning_(tuning) {}
+  std::string_view name() const override { return name_; }
+  bool uses_prefix_matches() const override { return true; }
+  std::optional<std::size_t> choose(const PlacementRequest& request, Stage stage,
+                                    std::span<const Candidate> candidates) override {
+    if (stage == Stage::kDecode) {
+      return argmin(candidates, [](const Candidate& c) {
+        const double pressure = std::max(0.0, c.kv_usage - 0.85) * 20.0;
+        return static_cast<double>(c.outstanding_tokens) * (1.0 + pressure) + c.running;
+      });
+    }
+    // Hold at the gateway only when every node already has more queued work than the bound;
+    // otherwise the earliest predicted finish wins, even on a busy node whose cache saves more
+    // than its queue costs.
+    bool any_open = false;
+    std::optional<std::size_t> best;
+    double best_finish = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      const Candidate& c = candidates[i];
+      const double speed = speed_of(c.instance);
+      const double queued = static_cast<double>(c.queued_prefill_tokens) / speed;
+      any_open = any_open || queued <= tuning_.max_queue_seconds;
+      const double uncached =
+          request.prompt_tokens - std::min(request.prompt_tokens, c.matched_tokens);
+      // The request's own finish, plus the capacity its uncached work takes from everyone
+      // else: under load, a cache hit is worth more than the wait it avoids.
+      const double finish = queued + (1.0 + tuning_.cache_weight) * uncached / speed;
+      const bool better = finish < best_finish - 1e-9 ||
+                          (finish < best_finish + 1e-9 && best &&
+                           c.matched_tokens > candidates[*best].matched_tokens);
+      if (!best || better) {
+        best = i;
+        best_finish = std::min(best_finish, finish);
+      }
+    }
+    if (!any_open) return std::nullopt;
+    return best;
+  }
+  double queue_score(const PlacementRequest& r) const override {
+    return r.prompt_tokens - tuning_.aging_tokens_per_second * (r.now - r.arrival);
+  }
+  void observe_prefill(InstanceId instance, std::uint64_t tokens, double busy_seconds) override {
+    if (busy_seconds <= 0 || tokens == 0 || tuning_.learn == 0.0) return;
+    if (instance >= speed_.size()) speed_.resize(instance + 1, 0.0);
+    const double sample = static_cast<double>(tokens) / busy_seconds;
+    if (instance >= samples_.size()) samples_.resize(instance + 1, 0);
+    double& s = speed_[instance];
+    if (s == 0.0) ++known_;
+    speed_sum_ -= s;
+    s = s == 0.0 ? sample : (1 - kSpeedSmoothing) * s + kSpeedSmoothing * sample;
+    speed_sum_ += s;
+    ++samples_[instance];
+  }
+
+ private:
+  // A node's own estimate, shrunk towards the pool's mean until it rests on many samples:
+  // completions arrive in clumps (a batch finishes several prompts at once), so a few samples
+  // of one node are noise, while a real speed difference between nodes persists and wins out.
+  double speed_of(InstanceId instance) const {
+    const double own = instance < speed_.size() ? speed_[instance] : 0.0;
+    const double pool = pool_speed();
+    if (own <= 0) return pool;
+    const double n = static_cast<double>(samples_[instance]);
+    const double trust = n / (n + kShrinkSamples);
+    return trust * own + (1 - trust) * pool;
+  }
+  double pool_speed() const { return known_ > 0 ? speed_sum_ / known_ : kInitialSpeed; }
+  static constexpr double kSpeedSmoothing = 0.05;
+  static constexpr double kShrinkSamples = 200;
+  static constexpr double kInitialSpeed = 8000;  // tokens/s
+  std::string name_;
+  OmniTuning tuning_;
+  std::vector<double> speed_;  // per node, tokens/s; 0 until observed
+  std::vector<std::uint64_t> samples_;
+  double speed_sum_ = 0.0;
+  int known_ = 0;
+};
+
+// "omni" or "omni:cache=2:hold=3:aging=4096": the tunables by name, for experiments.
+Result<OmniTuning> parse_omni_tuning(std::string_view name) {
+  OmniTuning tuning;
+  std::string_view rest = name.substr(std::min(name.size(), std::string_view("omni").size()));
+  while (!rest.empty()) {
+    rest.remove_prefix(1);  // ':'
+    const std::string_view item = rest.substr(0, rest.find(':'));
+    rest.remove_prefix(item.size());
+    const auto eq = item.find('=');
+    const std::string key(item.substr(0, eq));
+    double value = 0;
+    try {
+      value = eq == std::string_view::npos ? -1 : std::stod(std::string(item.substr(eq + 1)));
+    } catch (const std::exception&) {
+      value = -1;
+    }
+    if (value < 0) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "omni policy: '" + std::string(item) + "' is not key=non-negative number");
+    }
+    if (key == "cache") {
+      tuning.cache_weight = value;
+    } else if (key == "hold") {
+      tuning.max_queue_seconds = value;
+    } else if (key == "aging") {
+      tuning.aging_tokens_per_second = value;
+    } else if (key == "learn") {
+      tuning.learn = value;
+    } else {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "omni policy: unknown setting '" + key + "' (cache, hold, aging, learn)");
+    }
+  }
+  return tuning;
+}
+
+}  // namespace
+
+std::vector<PolicyInfo> placement_policies() {
+  return {
+      {"round-robin", "instances in turn"},
+      {"least-load", "least outstanding tokens (counted at dispatch), then fewest requests"},
+      {"sglang-cache-aware",
+       "SGLang model gateway cache_aware: balance thresholds 64 / 1.5x, match threshold 0.3"},
+      {"llm-d", "llm-d default scorer: queue x2 + KV utilisation x2 + prefix x3"},
+      {"dynamo", "NVIDIA Dynamo KV router: prefill blocks after cached overlap + active blocks"},
+      {"omni-anchor",
+       "Omni Proxy as published: 0.8 shortness / 0.2 waiting, 32000-token / 32-request limits"},
+      {"omni", "ours: earliest predicted prefill finish from learned node speed, aging queue"},
+  };
+}
+
+Result<std::unique_ptr<PlacementPolicy>> make_placement_policy(std::string_view name,
+                                                               std::uint64_t) {
+  if (name == "round-robin") return std::unique_ptr<PlacementPolicy>(new RoundRobin());
+  if (name == "least-load") return std::unique_ptr<PlacementPolicy>(new LeastLoad());
+  if (name == "sglang-cache-aware") return std::unique_ptr<PlacementPolicy>(new SglangCacheAware());
+  if (name == "llm-d") return std::unique_ptr<PlacementPolicy>(new LlmD());
+  if (name == "dynamo") return std::unique_ptr<PlacementPolicy>(new Dynamo());
+  if (name == "omni-anchor") return std::unique_ptr<PlacementPolicy>(new OmniAnchor());
+  if (name == "omni" || name.starts_with("omni:")) {
+    auto tuning = parse_omni_tuning(name);
+    if (!tuning) return std::move(tuning).error();
+    return std::unique_ptr<PlacementPolicy>(new Omni(std::string(name), *tuning));
+  }
+  std::string known;
+  for (const auto& info : placement_policies()) known += (known.empty() ? "" : ", ") + info.name;
+  return make_error(ErrorCode::kInvalidArgument,
+                    "unknown policy '" + std::string(name) + "' (known: " + known + ")");
+}
+
+}  // namespace omni::sched

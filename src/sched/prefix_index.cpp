@@ -1,0 +1,260 @@
+#include "omni/sched/prefix_index.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include "flat_map.hpp"
+
+namespace omni::sched {
+
+std::uint64_t event_hash_key(const kvcache::EventHash& hash) {
+  if (const auto* value = std::get_if<std::uint64_t>(&hash)) return *value;
+  // Bytes: the last (up to) 8, big-endian — what kvcache::event_int() gives for the same block.
+  const auto& bytes = std::get<std::vector<std::uint8_t>>(hash);
+  const std::size_t start = bytes.size() > 8 ? bytes.size() - 8 : 0;
+  std::uint64_t value = 0;
+  for (std::size_t i = start; i < bytes.size(); ++i) value = (value << 8) | bytes[i];
+  return value;
+}
+
+namespace {
+
+constexpr std::uint32_t kNil = 0xffffffffu;
+
+struct Holder {
+  InstanceId instance = 0;
+  std::uint32_t generation = 0;
+  double expires = 0.0;  // 0: exact (from an event); else the end of a predicted entry's life
+};
+
+struct Block {
+  std::uint64_t hash = 0;
+  std::uint32_t lru_prev = kNil, lru_next = kNil;  // least recently stored first
+  std::vector<Holder> holders;
+};
+
+}  // namespace
+
+struct PrefixIndex::Impl {
+  PrefixIndexOptions options;
+  detail::FlatMap64 where;  // hash -> index in blocks
+  std::vector<Block> blocks;
+  std::vector<std::uint32_t> free_blocks;
+  std::vector<std::uint32_t> generations;  // per instance
+  std::uint32_t lru_head = kNil, lru_tail = kNil;
+  std::size_t entries = 0;
+  std::uint64_t events_applied = 0;
+  std::uint64_t evicted = 0;
+
+  std::uint32_t generation(InstanceId instance) {
+    if (instance >= generations.size()) generations.resize(instance + 1, 0);
+    return generations[instance];
+  }
+  std::uint32_t generation_of(InstanceId instance) const {
+    return instance < generations.size() ? generations[instance] : 0;
+  }
+
+  bool valid(const Holder& h, double now) const {
+    return h.generation == generation_of(h.instance) && (h.expires == 0.0 || h.expires > now);
+  }
+
+  void lru_unlink(std::uint32_t id) {
+    Block& b = blocks[id];
+    if (b.lru_prev != kNil) blocks[b.lru_prev].lru_next = b.lru_next; else lru_head = b.lru_next;
+    if (b.lru_next != kNil) blocks[b.lru_next].lru_prev = b.lru_prev; else lru_tail = b.lru_prev;
+    b.lru_prev = b.lru_next = kNil;
+  }
+  void lru_push_back(std::uint32_t id) {
+    Block& b = blocks[id];
+    b.lru_prev = lru_tail;
+    b.lru_next = kNil;
+    if (lru_tail != kNil) blocks[lru_tail].lru_next = id; else lru_head = id;
+    lru_tail = id;
+  }
+
+  std::uint32_t find_or_create(std::uint64_t hash) {
+    if (auto id = where.find(hash)) {
+      lru_unlink(*id);
+      lru_push_back(*id);
+      return *id;
+    }
+    std::uint32_t id;
+    if (!free_blocks.empty()) {
+      id = free_blocks.back();
+      free_blocks.pop_back();
+    } else {
+      id = static_cast<std::uint32_t>(blocks.size());
+      blocks.emplace_back();
+    }
+    blocks[id].hash = hash;
+    blocks[id].holders.clear();
+    where.put(hash, id);
+    lru_push_back(id);
+    return id;
+  }
+
+  void drop_block(std::uint32_t id) {
+    Block& b = blocks[id];
+    entries -= b.holders.size();
+    b.holders.clear();
+    lru_unlink(id);
+    where.erase(b.hash);
+    free_blocks.push_back(id);
+  }
+
+  // Adds or refreshes `instance` on a block. Exact entries are never downgraded to predicted.
+  void hold(std::uint32_t id, InstanceId instance, double expires) {
+    const std::uint32_t gen = generation(instance);
+    std::vector<Holder>& holders = blocks[id].holders;
+    for (Holder& h : holders) {
+      if (h.instance != instance) continue;
+      const bool was_exact = h.generation == gen && h.expires == 0.0;
+      h.generation = gen;
+      h.expires = was_exact ? 0.0 : expires;
+      return;
+    }
+    // Reuse a holder slot whose generation is over (its instance was cleared).
+    for (Holder& h : holders) {
+      if (h.generation != generation_of(h.instance)) {
+        h = Holder{instance, gen, expires};
+        return;
+      }
+    }
+    holders.push_back(Holder{instance, gen, expires});
+    ++entries;
+  }
+
+  void enforce_bound() {
+    while (entries > options.max_entries && lru_head != kNil) {
+      ++evicted;
+      drop_block(lru_head);
+    }
+  }
+};
+
+PrefixIndex::PrefixIndex(PrefixIndexOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = options;
+}
+PrefixIndex::~PrefixIndex() = default;
+PrefixIndex::PrefixIndex(PrefixIndex&&) noexcept = default;
+PrefixIndex& PrefixIndex::operator=(PrefixIndex&&) noexcept = default;
+
+void PrefixIndex::stored(InstanceId instance, std::span<const std::uint64_t> hashes, double) {
+  for (const std::uint64_t hash : hashes) impl_->hold(impl_->find_or_create(hash), instance, 0.0);
+  impl_->enforce_bound();
+}
+
+void PrefixIndex::insert_predicted(InstanceId instance, std::span<const std::uint64_t> hashes,
+                                   double now) {
+  const double expires = now + std::max(impl_->options.predicted_ttl_s, 1e-9);
+  for (const std::uint64_t hash : hashes) {
+    impl_->hold(impl_->find_or_create(hash), instance, expires);
+  }
+  impl_->enforce_bound();
+}
+
+void PrefixIndex::removed(InstanceId instance, std::span<const std::uint64_t> hashes) {
+  for (const std::uint64_t hash : hashes) {
+    const auto id = impl_->where.find(hash);
+    if (!id) continue;
+    std::vector<Holder>& holders = impl_->blocks[*id].holders;
+    const auto it = std::find_if(holders.begin(), holders.end(),
+                                 [&](const Holder& h) { return h.instance == instance; });
+    if (it == holders.end()) continue;
+    *it = holders.back();
+    holders.pop_back();
+    --impl_->entries;
+    if (holders.empty()) impl_->drop_block(*id);
+  }
+}
+
+void PrefixIndex::cleared(InstanceId instance) {
+  impl_->generation(instance);
+  ++impl_->generations[instance];
+}
+
+void PrefixIndex::apply_events(InstanceId instance, const kvcache::KVEventBatch& batch,
+                               double now) {
+  std::vector<std::uint64_t> keys;
+  for (const kvcache::KVEvent& event : batch.events) {
+    ++impl_->events_applied;
+    if (const auto* stored_event = std::get_if<kvcache::BlockStored>(&event)) {
+      keys.clear();
+      for (const auto& h : stored_event->block_hashes) keys.push_back(event_hash_key(h));
+      stored(instance, keys, now);
+    } else if (const auto* removed_event = std::get_if<kvcache::BlockRemoved>(&event)) {
+      keys.clear();
+      for (const auto& h : removed_event->block_hashes) keys.push_back(event_hash_key(h));
+      removed(instance, keys);
+    } else {
+      cleared(instance);
+    }
+  }
+}
+
+std::vector<PrefixMatch> PrefixIndex::match(std::span<const std::uint64_t> hashes,
+                                            double now) const {
+  std::vector<PrefixMatch> out;      // finished candidates
+  std::vector<PrefixMatch> running;  // still matching at depth i
+  for (std::size_t i = 0; i < hashes.size(); ++i) {
+    const auto id = impl_->where.find(hashes[i]);
+    if (!id) break;
+    const std::vector<Holder>& holders = impl_->blocks[*id].holders;
+    if (i == 0) {
+      for (const Holder& h : holders) {
+        if (impl_->valid(h, now)) running.push_back(PrefixMatch{h.instance, 1});
+      }
+    } else {
+      // Keep the candidates that also hold block i; the others stop at depth i.
+      std::size_t kept = 0;
+      for (PrefixMatch& candidate : running) {
+        const bool holds = std::any_of(holders.begin(), holders.end(), [&](const Holder& h) {
+          return h.instance == candidate.instance && impl_->valid(h, now);
+        });
+        if (holds) {
+          ++candidate.blocks;
+          running[kept++] = candidate;
+        } else {
+          out.push_back(candidate);
+        }
+      }
+      running.resize(kept);
+    }
+    if (running.empty()) break;
+  }
+  out.insert(out.end(), running.begin(), running.end());
+  std::sort(out.begin(), out.end(), [](const PrefixMatch& a, const PrefixMatch& b) {
+    return a.blocks != b.blocks ? a.blocks > b.blocks : a.instance < b.instance;
+  });
+  return out;
+}
+
+std::uint32_t PrefixIndex::match_instance(InstanceId instance,
+                                          std::span<const std::uint64_t> hashes,
+                                          double now) const {
+  std::uint32_t depth = 0;
+  for (const std::uint64_t hash : hashes) {
+    const auto id = impl_->where.find(hash);
+    if (!id) break;
+    const auto& holders = impl_->blocks[*id].holders;
+    const bool holds = std::any_of(holders.begin(), holders.end(), [&](const Holder& h) {
+      return h.instance == instance && impl_->valid(h, now);
+    });
+    if (!holds) break;
+    ++depth;
+  }
+  return depth;
+}
+
+PrefixIndexStats PrefixIndex::stats() const {
+  PrefixIndexStats s;
+  s.entries = impl_->entries;
+  s.blocks = impl_->where.size();
+  s.memory_bytes = impl_->where.capacity() * 24 + impl_->blocks.size() * sizeof(Block) +
+                   impl_->entries * sizeof(Holder);
+  s.events_applied = impl_->events_applied;
+  s.evicted = impl_->evicted;
+  return s;
+}
+
+}  // namespace omni::sched
