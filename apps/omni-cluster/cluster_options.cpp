@@ -1,0 +1,291 @@
+#include "cluster_options.hpp"
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include "omni/workload/synthetic.hpp"
+#include "omni/workload/trace.hpp"
+
+namespace omni::cluster::app {
+
+void add_flags(CLI::App& cli, Options& o) {
+  cli.add_option("--trace", o.trace, "Trace file to replay");
+  cli.add_option("--trace-format", o.trace_format, "mooncake or azure")
+      ->check(CLI::IsMember({"mooncake", "azure"}))
+      ->capture_default_str();
+  cli.add_option("--synthetic", o.synthetic,
+                 "Synthetic workload SPEC instead of a trace (grammar: docs/omni-bench.md)");
+  cli.add_option("--system-prompt-tokens", o.system_prompt_tokens,
+                 "Azure: a shared system prompt of this many tokens before every prompt");
+  cli.add_option("--prefill-instances", o.prefill_instances, "Prefill instances (0: aggregated)")
+      ->capture_default_str();
+  cli.add_option("--decode-instances", o.decode_instances,
+                 "Decode instances (with 0 prefill instances, they serve whole requests)")
+      ->capture_default_str();
+  cli.add_option("--pd-groups", o.pd_groups,
+                 "PD groups: a decode choice stays in the prefill instance's group")
+      ->capture_default_str();
+  cli.add_option("--pd-pattern", o.pd_pattern,
+                 "sequential (vLLM NixlConnector) or concurrent (SGLang bootstrap)")
+      ->check(CLI::IsMember({"sequential", "concurrent"}))
+      ->capture_default_str();
+  cli.add_option("--model", o.model, "Model profile name or YAML file")->capture_default_str();
+  cli.add_option("--hardware", o.hardware, "Hardware profile name or YAML file")
+      ->capture_default_str();
+  cli.add_option("--tensor-parallel-size,--tp", o.tp, "Devices per instance in tensor parallel")
+      ->capture_default_str();
+  cli.add_option("--data-parallel-size,--dp", o.dp, "Data-parallel ranks per instance")
+      ->capture_default_str();
+  cli.add_option("--enable-expert-parallel", o.ep, "Experts sharded over all devices")
+      ->capture_default_str();
+  cli.add_option("--num-speculative-tokens", o.num_speculative_tokens, "MTP draft tokens per step")
+      ->capture_default_str();
+  cli.add_option("--mtp-acceptance", o.mtp_acceptance, "Acceptance rate of each draft token")
+      ->capture_default_str();
+  cli.add_option("--block-size", o.block_size, "KV block size in tokens (divides 512)")
+      ->capture_default_str();
+  cli.add_option("--max-num-seqs", o.max_num_seqs, "Sequences per batch")->capture_default_str();
+  cli.add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "Tokens per step")
+      ->capture_default_str();
+  cli.add_option("--num-gpu-blocks-override", o.num_gpu_blocks,
+                 "KV blocks per instance (default: from the profiles' memory)");
+  cli.add_flag("--no-prefix-caching", o.no_prefix_caching, "Disable prefix caching");
+  cli.add_option("--kv-link-gbps", o.kv_link_gbps, "KV-transfer bandwidth per transfer, GB/s")
+      ->capture_default_str();
+  cli.add_option("--network-latency-ms", o.network_latency_ms, "One gateway-instance hop")
+      ->capture_default_str();
+  cli.add_option("--policy", o.policy,
+                 "Router policy, or several separated by commas (each is run on the same "
+                 "workload): round-robin, random, least-requests (least-load), least-tokens")
+      ->capture_default_str();
+  cli.add_option("--time-scale", o.time_scale, "Divide trace arrival times by this")
+      ->capture_default_str();
+  cli.add_option("--max-requests", o.max_requests, "Stop after this many requests (0: all)");
+  cli.add_option("--slo", o.slo, "Goodput SLOs, e.g. ttft=2s,tpot=80ms");
+  cli.add_option("--sample-interval", o.sample_interval_s,
+                 "Virtual seconds between queue/KV samples in the report")
+      ->capture_default_str();
+  cli.add_option("--out", o.out, "Results JSON (omni-bench's schema)");
+  cli.add_option("--requests-out", o.requests_out, "Per-request JSON lines");
+  cli.add_option("--report", o.report_dir, "Write report.html and SVG charts into this folder");
+  cli.add_option("--seed", o.seed, "Seed of every random choice")->capture_default_str();
+  cli.add_flag("--no-fast-forward", o.no_fast_forward,
+               "Step every instance through every step (slow; for checking)");
+}
+
+namespace {
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> parts;
+  std::string current;
+  for (const char c : text) {
+    if (c == ',') {
+      if (!current.empty()) parts.push_back(current);
+      current.clear();
+    } else if (c != ' ') {
+      current += c;
+    }
+  }
+  if (!current.empty()) parts.push_back(current);
+  return parts;
+}
+
+engine::EngineConfig engine_config(const Options& o) {
+  engine::EngineConfig config;
+  config.block_size = o.block_size;
+  config.num_gpu_blocks = o.num_gpu_blocks;
+  config.max_num_seqs = o.max_num_seqs;
+  config.max_num_batched_tokens = o.max_num_batched_tokens;
+  config.enable_prefix_caching = !o.no_prefix_caching;
+  return config;
+}
+
+}  // namespace
+
+Result<Setup> prepare(const Options& o) {
+  if (o.trace.empty() == o.synthetic.empty()) {
+    return make_error(ErrorCode::kInvalidArgument, "give exactly one of --trace or --synthetic");
+  }
+  if (o.decode_instances == 0) {
+    return make_error(ErrorCode::kInvalidArgument, "--decode-instances must be at least 1");
+  }
+  if (o.time_scale <= 0) {
+    return make_error(ErrorCode::kInvalidArgument, "--time-scale must be positive");
+  }
+  auto model = engine::load_model_profile(o.model);
+  if (!model) return std::move(model).error();
+  auto hardware = engine::load_hardware_profile(o.hardware);
+  if (!hardware) return std::move(hardware).error();
+  auto slo = o.slo.empty() ? Result<benchstat::Slo>(benchstat::Slo{}) : benchstat::parse_slo(o.slo);
+  if (!slo) return std::move(slo).error();
+
+  const engine::ParallelLayout layout{o.tp, o.dp, o.ep};
+  const engine::MtpConfig mtp{o.num_speculative_tokens, o.mtp_acceptance};
+  ClusterConfig config;
+  config.prefill_instances = o.prefill_instances;
+  config.decode_instances = o.decode_instances;
+  config.pd_groups = std::max<std::uint32_t>(1, o.pd_groups);
+  config.prefill_engine = engine_config(o);
+  config.decode_engine = engine_config(o);
+  config.pattern = o.pd_pattern == "concurrent" ? PdPattern::kConcurrent : PdPattern::kSequential;
+  config.network_latency_s = o.network_latency_ms / 1e3;
+  config.kv_link_gbps = o.kv_link_gbps;
+  config.time_scale = o.time_scale;
+  config.max_requests = o.max_requests;
+  config.sample_interval_s = o.sample_interval_s;
+  config.slo = Slo{slo->ttft_s.value_or(0.0), slo->tpot_s.value_or(0.0), slo->e2e_s.value_or(0.0)};
+  config.seed = o.seed;
+  config.fast_forward = !o.no_fast_forward;
+
+  std::vector<std::string> policies = split_commas(o.policy);
+  if (policies.empty()) return make_error(ErrorCode::kInvalidArgument, "--policy is empty");
+  for (const std::string& name : policies) {
+    if (auto policy = make_policy(name, o.seed); !policy) return std::move(policy).error();
+  }
+  // Prefill instances run prompts only: no MTP there.
+  engine::CostModel prefill_cost(*model, *hardware, layout, engine::MtpConfig{});
+  engine::CostModel decode_cost(*model, *hardware, layout, mtp);
+  if (o.num_gpu_blocks == 0 && decode_cost.kv_capacity_tokens() < o.block_size) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "model " + o.model + " leaves no memory for the KV cache on " +
+                          std::to_string(layout.devices()) + " x " + o.hardware +
+                          ": use more devices (--tensor-parallel-size, --data-parallel-size), "
+                          "bigger --hardware, or --num-gpu-blocks-override");
+  }
+  return Setup{config, std::move(prefill_cost), std::move(decode_cost), std::move(policies), *slo};
+}
+
+std::optional<ClusterRequest> WorkloadSource::next() {
+  auto next = workload_->next();
+  if (!next) {
+    error_ = std::move(next).error();
+    return std::nullopt;
+  }
+  if (!*next) return std::nullopt;
+  workload::RequestSpec& spec = **next;
+  ClusterRequest request;
+  request.id = spec.index;
+  request.arrival_s = spec.arrival_s;
+  request.prompt_tokens = spec.input_tokens;
+  request.output_tokens = spec.max_output_tokens;
+  request.hash_ids = std::move(spec.hash_ids);
+  return request;
+}
+
+Result<std::unique_ptr<WorkloadSource>> open_source(const Options& o) {
+  std::unique_ptr<workload::Workload> w;
+  if (!o.synthetic.empty()) {
+    auto spec = workload::parse_synthetic_spec(o.synthetic);
+    if (!spec) return std::move(spec).error();
+    w = workload::make_synthetic_workload(*spec, o.seed);
+  } else {
+    auto format = workload::parse_trace_format(o.trace_format);
+    if (!format) return std::move(format).error();
+    workload::TraceOptions trace_options;
+    trace_options.system_prompt_tokens = o.system_prompt_tokens;
+    auto opened = workload::open_trace_workload(o.trace, *format, trace_options);
+    if (!opened) return std::move(opened).error();
+    w = std::move(*opened);
+  }
+  return std::make_unique<WorkloadSource>(std::move(w));
+}
+
+namespace {
+
+benchstat::Stat stat_of(const LogHistogram& h) {
+  benchstat::Stat s;
+  s.count = static_cast<std::size_t>(h.count());
+  // The histograms hold milliseconds; the summary holds seconds.
+  s.mean = h.mean() / 1e3;
+  s.p50 = h.quantile(0.50) / 1e3;
+  s.p90 = h.quantile(0.90) / 1e3;
+  s.p99 = h.quantile(0.99) / 1e3;
+  s.min = h.min() / 1e3;
+  s.max = h.max() / 1e3;
+  return s;
+}
+
+}  // namespace
+
+benchstat::Summary to_summary(const ClusterResult& r, const benchstat::Slo& slo) {
+  benchstat::Summary s;
+  s.completed = r.completed;
+  s.failed = r.failed;
+  s.duration_s = r.duration_s;
+  s.total_input_tokens = r.prompt_tokens;
+  s.total_output_tokens = r.output_tokens;
+  s.request_throughput = r.request_throughput();
+  s.output_token_throughput = r.output_token_throughput();
+  s.total_token_throughput =
+      r.duration_s > 0 ? static_cast<double>(r.prompt_tokens + r.output_tokens) / r.duration_s : 0;
+  if (!slo.empty()) s.goodput = r.goodput();
+  s.prefix_cache_hit_rate = r.prefix_cache_hit_rate();
+  s.ttft = stat_of(r.ttft_ms);
+  s.tpot = stat_of(r.tpot_ms);
+  s.itl = stat_of(r.itl_ms);
+  s.e2e = stat_of(r.e2e_ms);
+  for (const auto& [kind, count] : r.failed_by_kind) s.errors_by_kind[kind] = count;
+  s.slo = slo;
+  return s;
+}
+
+std::string record_line(const std::string& policy, const RequestRecord& r) {
+  boost::json::object o;
+  o["policy"] = policy;
+  o["index"] = r.id;
+  o["arrival_s"] = r.arrival_s;
+  o["ok"] = r.ok;
+  if (r.ok) {
+    o["ttft_s"] = r.ttft_s;
+    o["tpot_s"] = r.tpot_s;
+    o["e2e_s"] = r.e2e_s;
+    o["output_tokens"] = r.output_tokens;
+    o["cached_tokens"] = r.cached_tokens;
+  } else {
+    o["error"] = r.error;
+  }
+  o["input_tokens"] = r.prompt_tokens;
+  o["prefill_instance"] = r.prefill_instance;
+  o["decode_instance"] = r.decode_instance;
+  return boost::json::serialize(o);
+}
+
+std::string simulator_line(const ClusterResult& r, double wall) {
+  const double requests = static_cast<double>(r.completed + r.failed);
+  return fmt::format(
+      "simulated {:.0f} requests in {:.2f} s of wall time ({:.0f} requests/s); {} events, {} "
+      "steps + {} stable runs covering {} steps, {} preemptions",
+      requests, wall, wall > 0 ? requests / wall : 0.0, r.events, r.engine_steps, r.stable_runs,
+      r.stable_steps, r.preemptions);
+}
+
+std::string config_json(const Options& o, const ClusterResult& r, double wall) {
+  boost::json::object c;
+  c["tool"] = "omni-cluster";
+  c["policy"] = r.policy;
+  c["workload"] = o.synthetic.empty() ? o.trace_format + ":" + o.trace : "synthetic:" + o.synthetic;
+  c["prefill_instances"] = o.prefill_instances;
+  c["decode_instances"] = o.decode_instances;
+  c["pd_pattern"] = o.pd_pattern;
+  c["model"] = o.model;
+  c["hardware"] = o.hardware;
+  c["tensor_parallel_size"] = o.tp;
+  c["data_parallel_size"] = o.dp;
+  c["enable_expert_parallel"] = o.ep;
+  c["time_scale"] = o.time_scale;
+  c["seed"] = o.seed;
+  c["wall_seconds"] = wall;
+  return boost::json::serialize(c);
+}
+
+std::string describe(const Options& o) {
+  return fmt::format(
+      "{} prefill + {} decode instances ({} PD, {} groups), model {}, hardware {}, TP{} DP{}{}, "
+      "block size {}, max {} seqs / {} batched tokens, KV link {} GB/s, network {} ms, "
+      "time scale {}, seed {}",
+      o.prefill_instances, o.decode_instances, o.pd_pattern, o.pd_groups, o.model, o.hardware,
+      o.tp, o.dp, o.ep ? " EP" : "", o.block_size, o.max_num_seqs, o.max_num_batched_tokens,
+      o.kv_link_gbps, o.network_latency_ms, o.time_scale, o.seed);
+}
+
+}  // namespace omni::cluster::app

@@ -1,0 +1,119 @@
+// omni-cluster's core: many engine-model instances in one virtual-time event loop, a router
+// policy in front, PD disaggregation with modelled KV transfers. Pure and deterministic: one seed,
+// one result, bit for bit; events are ordered by (time, kind, sequence).
+//
+// Instances advance step by step while their batch changes; when an instance's batch is stable
+// (decodes only, nothing admissible waiting, nobody finishing soon) it advances over many steps
+// in one event, and an arrival in the middle cuts that run at the step in progress (requests join
+// a batch at the next step boundary, as in vLLM).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "omni/cluster/histogram.hpp"
+#include "omni/cluster/policy.hpp"
+#include "omni/cluster/request.hpp"
+#include "omni/common/result.hpp"
+#include "omni/engine/cost_model.hpp"
+#include "omni/engine/engine.hpp"
+
+namespace omni::cluster {
+
+// How prefill and decode legs are coordinated (vllm_wire_protocol.md): NIXL-style sequential
+// (the gateway picks the decode node after the prefill answered) or SGLang-style concurrent
+// (both picked at arrival; the decode side waits for the KV).
+enum class PdPattern : std::uint8_t { kSequential, kConcurrent };
+
+struct Slo {
+  double ttft_s = 0.0;  // 0: no bound
+  double tpot_s = 0.0;
+  double e2e_s = 0.0;
+};
+
+struct ClusterConfig {
+  std::uint32_t prefill_instances = 1;  // 0: aggregated (decode instances serve whole requests)
+  std::uint32_t decode_instances = 1;
+  std::uint32_t pd_groups = 1;          // instances are split into this many PD groups
+  engine::EngineConfig prefill_engine;
+  engine::EngineConfig decode_engine;
+  PdPattern pattern = PdPattern::kSequential;
+  double network_latency_s = 0.0002;  // one hop, gateway <-> instance
+  double kv_link_gbps = 400.0;        // per transfer, as CostModel::kv_transfer_seconds takes it
+  double time_scale = 1.0;            // arrival times are divided by this (2 = twice the rate)
+  std::uint64_t max_requests = 0;     // 0: the whole source
+  std::uint32_t timeline_instances = 4;  // instances per pool whose queue/KV are sampled
+  double sample_interval_s = 1.0;
+  Slo slo;
+  std::uint64_t seed = 0;
+  // Advance stable batches over many steps per event. Off: one event per step (the slow,
+  // obviously-right path the fast one is tested against).
+  bool fast_forward = true;
+  // Lifetime of the gateway's approximate prefix entries (blocks of a routed request until its
+  // prefill stores them).
+  double predicted_ttl_s = 30.0;
+};
+
+// One finished (or failed) request, for per-request JSON lines.
+struct RequestRecord {
+  std::uint64_t id = 0;
+  double arrival_s = 0.0;
+  double ttft_s = 0.0;
+  double e2e_s = 0.0;
+  double tpot_s = 0.0;  // 0 with one output token
+  std::uint32_t prompt_tokens = 0;
+  std::uint32_t output_tokens = 0;
+  std::uint32_t cached_tokens = 0;
+  std::int32_t prefill_instance = -1;
+  std::int32_t decode_instance = -1;
+  bool ok = true;
+  std::string error;
+};
+
+struct TimelinePoint {
+  double t = 0.0;
+  // Per sampled instance (prefill ones first, then decode), and pool-wide means.
+  std::vector<std::uint32_t> waiting;
+  std::vector<std::uint32_t> running;
+  std::vector<double> kv_usage;
+  double mean_waiting_prefill = 0.0, mean_waiting_decode = 0.0;
+  double mean_kv_usage_decode = 0.0;
+};
+
+struct ClusterResult {
+  std::string policy;
+  std::uint64_t completed = 0;
+  std::uint64_t failed = 0;
+  std::map<std::string, std::uint64_t> failed_by_kind;  // rejected, never_finished, aborted
+  std::uint64_t good = 0;  // completed within the SLOs
+  double duration_s = 0.0;  // first arrival to last completion, virtual seconds
+  std::uint64_t prompt_tokens = 0;
+  std::uint64_t output_tokens = 0;
+  std::uint64_t cached_tokens = 0;  // prompt tokens served from prefix caches
+  LogHistogram ttft_ms, tpot_ms, itl_ms, e2e_ms;
+  std::vector<std::string> timeline_labels;  // names of the sampled instances
+  std::vector<TimelinePoint> timeline;
+  std::uint64_t events = 0;        // processed by the loop
+  std::uint64_t engine_steps = 0;  // regular steps
+  std::uint64_t stable_runs = 0;   // multi-step advances
+  std::uint64_t stable_steps = 0;  // steps covered by them
+  std::uint64_t preemptions = 0;
+  double request_throughput() const;
+  double output_token_throughput() const;
+  double goodput() const;
+  double prefix_cache_hit_rate() const;
+};
+
+using RecordSink = std::function<void(const RequestRecord&)>;
+
+// Runs the whole source through the cluster. The cost model and engine configs are copied into
+// every instance.
+Result<ClusterResult> simulate(const ClusterConfig& config, const engine::CostModel& prefill_cost,
+                               const engine::CostModel& decode_cost, RequestSource& source,
+                               RouterPolicy& policy, const RecordSink& sink = {});
+
+}  // namespace omni::cluster
