@@ -38,6 +38,8 @@ packages=(
   nginx-light           # the baseline of the HTTP benchmark
   wrk                   # HTTP load generator for benchmarks
   python3               # benchmark scripts summarise their rounds with it
+  curl                  # integration tests talk HTTP to the real binaries
+  jq                    # ...and read their JSON answers
 )
 
 # npm-registry tools used only by tests, installed into .tools/node_modules. None yet; the

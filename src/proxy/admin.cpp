@@ -1,0 +1,124 @@
+// The admin API: in-flight requests with their stage, node states, drain, reload.
+// Guarded by admin_token (Bearer) when one is configured.
+#include <boost/json.hpp>
+
+#include "gateway_impl.hpp"
+
+namespace omni::proxy {
+namespace {
+
+namespace json = boost::json;
+
+double ms_between(TimePoint from, TimePoint to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+std::string node_name(const DispatcherSnapshot& snapshot, std::int64_t id) {
+  for (const NodeStatus& n : snapshot.nodes) {
+    if (static_cast<std::int64_t>(n.id) == id) return n.spec.name;
+  }
+  return {};
+}
+
+std::string list_requests(Gateway::Impl& g) {
+  const TimePoint now = g.clock.now();
+  const DispatcherSnapshot snapshot = g.dispatcher->snapshot();
+  json::array list;
+  g.inflight.for_each([&](const InflightEntry& entry) {
+    json::object item;
+    item["request_id"] = entry.request_id;
+    item["route"] = entry.route;
+    item["stage"] = stage_name(entry.life->stage());
+    item["age_ms"] = ms_between(entry.received, now);
+    const auto prefill = entry.prefill_node.load(std::memory_order_relaxed);
+    const auto decode = entry.decode_node.load(std::memory_order_relaxed);
+    if (prefill >= 0) item["prefill_node"] = node_name(snapshot, prefill);
+    if (decode >= 0) item["decode_node"] = node_name(snapshot, decode);
+    list.push_back(std::move(item));
+  });
+  json::object body;
+  body["requests"] = std::move(list);
+  body["waiting"] = snapshot.waiting;
+  return json::serialize(body);
+}
+
+std::string list_nodes(Gateway::Impl& g) {
+  const DispatcherSnapshot snapshot = g.dispatcher->snapshot();
+  json::array list;
+  for (const NodeStatus& n : snapshot.nodes) {
+    json::object item;
+    item["id"] = n.id;
+    item["name"] = n.spec.name;
+    item["role"] = role_name(n.spec.role);
+    item["group"] = n.spec.group;
+    item["health"] = health_name(n.health);
+    item["draining"] = n.draining;
+    item["removed"] = n.removed;
+    item["outstanding_tokens"] = n.load.outstanding_tokens;
+    item["running"] = n.load.running;
+    item["dispatched"] = n.dispatched;
+    item["failures"] = n.failures;
+    item["consecutive_failures"] = n.consecutive_failures;
+    list.push_back(std::move(item));
+  }
+  json::object body;
+  body["nodes"] = std::move(list);
+  body["pd_mode"] = pd_mode_name(g.config.pd_mode);
+  body["policy"] = g.config.policy;
+  return json::serialize(body);
+}
+
+// POST /admin/drain {"node": "host:port", "drain": true}
+http::Response drain(Gateway::Impl& g, const http::Request& request) {
+  boost::system::error_code ec;
+  json::value body = json::parse(request.body, ec);
+  const json::object* object = !ec ? body.if_object() : nullptr;
+  const json::value* node = object ? object->if_contains("node") : nullptr;
+  if (!node || !node->is_string()) {
+    return http::error_response(400, "expected {\"node\": \"host:port\", \"drain\": true|false}", "", "node");
+  }
+  const json::value* flag = object->if_contains("drain");
+  const bool draining = !flag || (flag->is_bool() && flag->get_bool());
+  const std::string name(node->get_string());
+  bool known = false;
+  for (const NodeStatus& n : g.dispatcher->snapshot().nodes) known = known || (n.spec.name == name && !n.removed);
+  if (!known) return http::error_response(404, "no node named " + name, "NotFoundError", "node");
+  g.dispatcher->drain(name, draining);
+  json::object answer;
+  answer["node"] = name;
+  answer["draining"] = draining;
+  return json_response(200, json::serialize(answer));
+}
+
+http::Response reload(Gateway::Impl& g) {
+  if (!g.reload_request) return http::error_response(501, "reload is not available", "NotImplementedError");
+  if (Status s = g.reload_request(); !s) return http::error_response(400, s.error().message);
+  return json_response(200, R"({"reloaded":true})");
+}
+
+}  // namespace
+
+Task<void> handle_admin(Gateway::Impl& g, http::Request& request, http::ResponseWriter& writer) {
+  if (g.config.admin_token) {
+    auto token = bearer_token(request);
+    if (!token || *token != *g.config.admin_token) {
+      http::Response denied = http::error_response(401, "admin token required", "AuthenticationError");
+      (void)co_await writer.send(std::move(denied));
+      co_return;
+    }
+  }
+  const std::string_view path = request.path();
+  http::Response response;
+  if (path == "/admin/requests") {
+    response = json_response(200, list_requests(g));
+  } else if (path == "/admin/nodes") {
+    response = json_response(200, list_nodes(g));
+  } else if (path == "/admin/drain") {
+    response = drain(g, request);
+  } else {
+    response = reload(g);
+  }
+  (void)co_await writer.send(std::move(response));
+}
+
+}  // namespace omni::proxy

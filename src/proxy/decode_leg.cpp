@@ -1,0 +1,190 @@
+// The decode leg (and aggregated mode's only leg): send to the engine, relay its answer.
+//
+// Streams are relayed piece by piece as they arrive (each piece one flushed chunk), never
+// buffered to the end. The client sees nothing until the engine's first body byte, so a
+// decode that fails before it can still be retried on another node. After that, a failure
+// ends the stream with a well-formed error event and [DONE], never a silent cut.
+#include <boost/asio/this_coro.hpp>
+
+#include "call.hpp"
+
+namespace omni::proxy {
+namespace {
+
+namespace asio = boost::asio;
+
+// Follows SSE event boundaries across pieces: a blank line ends an event.
+class EventCounter {
+ public:
+  // Events completed by `piece`.
+  std::uint64_t feed(std::string_view piece) {
+    std::uint64_t events = 0;
+    for (const char c : piece) {
+      if (c == '\r') continue;
+      if (c == '\n') {
+        if (++newlines_ == 2) ++events;
+      } else {
+        newlines_ = 0;
+      }
+    }
+    tail_ += piece;
+    if (tail_.find("data: [DONE]") != std::string::npos) done_seen_ = true;
+    if (tail_.size() > 16) tail_.erase(0, tail_.size() - 16);
+    return events;
+  }
+  bool at_boundary() const noexcept { return newlines_ >= 2; }
+  bool done_seen() const noexcept { return done_seen_; }
+
+ private:
+  int newlines_ = 2;  // the start of a stream is a boundary
+  std::string tail_;
+  bool done_seen_ = false;
+};
+
+// vLLM's in-stream error event (json.dumps spacing), then [DONE] unless the engine sent it.
+std::string error_event(std::string_view message, bool at_boundary, bool done_seen) {
+  std::string out = at_boundary ? "" : "\n\n";
+  out += "data: {\"error\": {\"message\": " + json_quote(message) +
+         ", \"type\": \"InternalServerError\", \"param\": null, \"code\": 502}}\n\n";
+  if (!done_seen) out += "data: [DONE]\n\n";
+  return out;
+}
+
+http::Headers client_headers(const Call& call, const http::Headers& upstream) {
+  http::Headers headers;
+  headers.add("Content-Type", std::string(upstream.get("Content-Type").value_or("application/json")));
+  headers.add("X-Request-Id", call.request_id);
+  return headers;
+}
+
+Task<LegResult> send_whole(Call& call, http::Client& client, const http::Endpoint& to,
+                           http::Request request) {
+  auto answer = co_await client.send(to, std::move(request));
+  if (!answer) {
+    call.error = answer.error().to_string();
+    co_return LegResult{LegEnd::kRetry, Outcome::kFailure};
+  }
+  if (answer->status >= 500) {
+    call.error = to.to_string() + " answered " + std::to_string(answer->status);
+    co_return LegResult{LegEnd::kRetry, Outcome::kFailure};
+  }
+  call.life.output_event(call.g.clock.now(), 1);
+  http::Response response;
+  response.status = answer->status;
+  response.headers = client_headers(call, answer->headers);
+  response.body = std::move(answer->body);
+  call.status = response.status;
+  call.bytes_out += response.body.size();
+  if (response.status >= 400) call.outcome = RequestOutcome::kClientError;
+  (void)co_await call.writer.send(std::move(response));
+  co_return LegResult{LegEnd::kDone, Outcome::kSuccess};
+}
+
+// The engine answered an error before streaming: its body is small; pass it on as is.
+Task<LegResult> forward_refusal(Call& call, http::ResponseStream& stream) {
+  std::string body;
+  for (;;) {
+    auto piece = co_await stream.next();
+    if (!piece || !*piece || body.size() > 1024 * 1024) break;
+    body += **piece;
+  }
+  http::Response response;
+  response.status = stream.status();
+  response.headers = client_headers(call, stream.headers());
+  response.body = std::move(body);
+  call.status = response.status;
+  call.outcome = RequestOutcome::kClientError;
+  (void)co_await call.writer.send(std::move(response));
+  co_return LegResult{LegEnd::kDone, Outcome::kSuccess};
+}
+
+Task<LegResult> relay(Call& call, http::ResponseStream& stream, std::string first) {
+  const http::Headers headers = client_headers(call, stream.headers());
+  if (!co_await call.writer.begin_stream(200, headers)) {
+    call.outcome = RequestOutcome::kClientDisconnected;
+    co_return LegResult{LegEnd::kDone, Outcome::kNeutral};
+  }
+  call.status = 200;
+  EventCounter counter;
+  std::string piece = std::move(first);
+  for (;;) {
+    const std::uint64_t events = counter.feed(piece);
+    if (events > 0) {
+      call.life.output_event(call.g.clock.now(), events);
+      call.events += events;
+      call.g.metrics.relayed_events->inc(static_cast<double>(events));
+    }
+    call.bytes_out += piece.size();
+    if (!co_await call.writer.write_chunk(piece)) {
+      // The client went away: returning destroys the stream, which closes the engine
+      // connection, and the engine aborts the request.
+      call.outcome = RequestOutcome::kClientDisconnected;
+      call.g.metrics.cancelled_legs->inc();
+      co_return LegResult{LegEnd::kDone, Outcome::kNeutral};
+    }
+    auto next = co_await stream.next();
+    if (next && co_await leg_cancelled()) {
+      next = make_error(ErrorCode::kCancelled, "the prefill leg failed");
+    }
+    if (!next) {
+      call.error = next.error().to_string();
+      call.outcome = RequestOutcome::kStreamError;
+      const std::string tail = error_event(call.error, counter.at_boundary(), counter.done_seen());
+      (void)co_await call.writer.write_chunk(tail);
+      (void)co_await call.writer.end_stream();
+      co_return LegResult{LegEnd::kDone, Outcome::kFailure};
+    }
+    if (!*next) break;
+    piece = std::move(**next);
+  }
+  (void)co_await call.writer.end_stream();
+  co_return LegResult{LegEnd::kDone, Outcome::kSuccess};
+}
+
+}  // namespace
+
+Task<bool> leg_cancelled() {
+  const asio::cancellation_state state = co_await asio::this_coro::cancellation_state;
+  co_return state.cancelled() != asio::cancellation_type::none;
+}
+
+Task<LegResult> decode_once(Call& call, const Placement& placement, std::string body) {
+  // Cancellation (parallel mode) must surface as errors from the engine calls, not as an
+  // exception that would skip the error event and the lease's release.
+  co_await asio::this_coro::throw_if_cancelled(false);
+  auto node = call.g.directory.find(placement.node);
+  if (!node) {
+    call.error = "node " + placement.node + " is no longer configured";
+    co_return LegResult{LegEnd::kRetry, Outcome::kNeutral};
+  }
+  auto executor = co_await asio::this_coro::executor;
+  http::Client& client = call.g.decode_client(executor);
+  const http::Endpoint to{node->host, node->port};
+  call.life.mark(Stage::kDecoding, call.g.clock.now());
+  http::Request request = upstream_request(call, std::move(body));
+  if (!call.info.stream) co_return co_await send_whole(call, client, to, std::move(request));
+
+  auto opened = co_await client.open(to, std::move(request));
+  if (!opened) {
+    call.error = opened.error().to_string();
+    co_return LegResult{LegEnd::kRetry, Outcome::kFailure};
+  }
+  http::ResponseStream& stream = **opened;
+  if (stream.status() >= 500) {
+    call.error = to.to_string() + " answered " + std::to_string(stream.status());
+    co_return LegResult{LegEnd::kRetry, Outcome::kFailure};
+  }
+  if (stream.status() != 200) co_return co_await forward_refusal(call, stream);
+  auto first = co_await stream.next();
+  if (first && co_await leg_cancelled()) {
+    first = make_error(ErrorCode::kCancelled, "the prefill leg failed");
+  }
+  if (!first || !*first) {
+    call.error = first ? to.to_string() + " ended the stream before any event"
+                       : first.error().to_string();
+    co_return LegResult{LegEnd::kRetry, Outcome::kFailure};
+  }
+  co_return co_await relay(call, stream, std::move(**first));
+}
+
+}  // namespace omni::proxy

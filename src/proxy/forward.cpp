@@ -1,0 +1,395 @@
+// The generation routes: admission, then one of the three PD modes.
+//
+//   sequential (vLLM NixlConnector): prefill leg (max_tokens 1, kv_transfer_params asking for
+//       a remote decode), retried on other prefill nodes; then the decode leg with the
+//       prefill's kv_transfer_params, retried on other decode nodes before its first byte.
+//   parallel (SGLang bootstrap): prefill and decode chosen together and sent concurrently with
+//       bootstrap_host/port/room; whichever leg fails first cancels the other.
+//   aggregated: the decode pool serves the untouched body.
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "call.hpp"
+
+namespace omni::proxy {
+namespace {
+
+namespace asio = boost::asio;
+constexpr auto kAsTuple = asio::as_tuple(asio::use_awaitable);
+
+struct DecisionWait {
+  explicit DecisionWait(asio::any_io_executor ex) : executor(ex), timer(ex) {}
+  asio::any_io_executor executor;
+  asio::steady_timer timer;
+  std::optional<Result<Placement>> result;
+  bool abandoned = false;
+};
+
+Ticket make_ticket(Call& call, Role role, std::uint32_t attempt, std::vector<std::uint32_t> tried,
+                   std::string group) {
+  Ticket ticket;
+  ticket.id = call.g.new_id();
+  ticket.role = role;
+  ticket.prompt_tokens = call.info.prompt_tokens;
+  ticket.max_tokens = call.info.max_tokens;
+  ticket.tried = std::move(tried);
+  ticket.attempt = attempt;
+  ticket.group = std::move(group);
+  return ticket;
+}
+
+// ---- sequential -----------------------------------------------------------------------------
+
+struct PrefillDone {
+  std::string kv_transfer_params;
+  std::string group;
+};
+
+// The prefill legs with retries. nullopt: the client has been answered already.
+Task<std::optional<PrefillDone>> run_prefill(Call& call) {
+  auto prefill = prefill_body(call.request.body);
+  if (!prefill) {
+    co_await answer_error(call, 400, prefill.error().message, RequestOutcome::kClientError);
+    co_return std::nullopt;
+  }
+  auto executor = co_await asio::this_coro::executor;
+  http::Client& client = call.g.prefill_client(executor);
+  std::vector<std::uint32_t> tried;
+  call.life.mark(Stage::kWaitingPrefill, call.g.clock.now());
+  for (std::uint32_t attempt = 0; attempt < call.g.config.retries.prefill_attempts; ++attempt) {
+    if (attempt > 0) {
+      call.prefill_retries++;
+      call.g.metrics.prefill_retries->inc();
+    }
+    Ticket ticket = make_ticket(call, Role::kPrefill, attempt, tried, "");
+    auto placement = co_await acquire(call.g, std::move(ticket));
+    if (!placement) {
+      if (attempt > 0 && placement.error().code == ErrorCode::kUnavailable) break;
+      co_await answer_no_node(call, placement.error());
+      co_return std::nullopt;
+    }
+    call.life.mark(Stage::kPrefillScheduled, call.g.clock.now());
+    call.prefill_node = placement->node;
+    call.entry.prefill_node.store(placement->lease.node, std::memory_order_relaxed);
+    auto node = call.g.directory.find(placement->node);
+    if (!node) {
+      call.g.dispatcher->release(placement->lease, Outcome::kNeutral);
+      tried.push_back(placement->lease.node);
+      continue;
+    }
+    call.life.mark(Stage::kPrefilling, call.g.clock.now());
+    const http::Endpoint to{node->host, node->port};
+    http::Request request = upstream_request(call, *prefill);
+    auto answer = co_await client.send(to, std::move(request));
+    if (!answer || answer->status >= 500) {
+      call.error = answer ? to.to_string() + " answered " + std::to_string(answer->status)
+                          : answer.error().to_string();
+      call.g.metrics.prefill_errors->inc();
+      call.g.dispatcher->release(placement->lease, Outcome::kFailure);
+      tried.push_back(placement->lease.node);
+      continue;
+    }
+    call.g.dispatcher->release(placement->lease, Outcome::kSuccess);
+    auto params = answer->status == 200 ? kv_transfer_params_of(answer->body)
+                                        : Result<std::optional<std::string>>(std::nullopt);
+    if (!params || !*params) {
+      // A refusal, or no usable kv_transfer_params: the prefill's answer is the answer.
+      http::Response response;
+      response.status = answer->status;
+      response.headers.add("Content-Type", std::string(answer->headers.get("Content-Type").value_or("application/json")));
+      response.headers.add("X-Request-Id", call.request_id);
+      response.body = std::move(answer->body);
+      call.status = response.status;
+      call.outcome = response.status >= 400 ? RequestOutcome::kClientError : RequestOutcome::kSuccess;
+      call.bytes_out += response.body.size();
+      call.life.output_event(call.g.clock.now(), 1);
+      (void)co_await call.writer.send(std::move(response));
+      co_return std::nullopt;
+    }
+    co_return PrefillDone{std::move(**params), placement->group};
+  }
+  co_await answer_error(call, 502, "every prefill attempt failed: " + call.error,
+                        RequestOutcome::kUpstreamError, "BadGatewayError");
+  co_return std::nullopt;
+}
+
+// Decode legs with retries before the first byte; `group` keeps them in the prefill's PD group.
+Task<void> run_decode(Call& call, std::string body, std::string group) {
+  std::vector<std::uint32_t> tried;
+  call.life.mark(Stage::kWaitingDecode, call.g.clock.now());
+  for (std::uint32_t attempt = 0; attempt < call.g.config.retries.decode_attempts; ++attempt) {
+    if (attempt > 0) {
+      call.decode_retries++;
+      call.g.metrics.decode_retries->inc();
+    }
+    Ticket ticket = make_ticket(call, Role::kDecode, attempt, tried, group);
+    auto placement = co_await acquire(call.g, std::move(ticket));
+    if (!placement) {
+      if (attempt > 0 && placement.error().code == ErrorCode::kUnavailable) break;
+      co_await answer_no_node(call, placement.error());
+      co_return;
+    }
+    call.life.mark(Stage::kDecodeScheduled, call.g.clock.now());
+    call.decode_node = placement->node;
+    call.entry.decode_node.store(placement->lease.node, std::memory_order_relaxed);
+    std::string attempt_body = body;
+    const LegResult result = co_await decode_once(call, *placement, std::move(attempt_body));
+    call.g.dispatcher->release(placement->lease, result.node_outcome);
+    if (result.end == LegEnd::kDone) co_return;
+    call.g.metrics.decode_errors->inc();
+    tried.push_back(placement->lease.node);
+  }
+  co_await answer_error(call, 502, "every decode attempt failed: " + call.error,
+                        RequestOutcome::kUpstreamError, "BadGatewayError");
+}
+
+Task<void> run_sequential(Call& call) {
+  auto prefill = co_await run_prefill(call);
+  if (!prefill) co_return;
+  auto body = decode_body(call.request.body, prefill->kv_transfer_params);
+  if (!body) {
+    co_await answer_error(call, 400, body.error().message, RequestOutcome::kClientError);
+    co_return;
+  }
+  co_await run_decode(call, std::move(*body), std::move(prefill->group));
+}
+
+// ---- parallel -------------------------------------------------------------------------------
+
+enum class PrefillEnd { kPending, kOk, kFailed };
+
+// The prefill half of a parallel pair. Returns only if it failed (which cancels the decode);
+// on success it waits to be cancelled when the decode ends.
+Task<int> prefill_leg(Call& call, const NodeEntry& node, std::string body, PrefillEnd& end) {
+  co_await asio::this_coro::throw_if_cancelled(false);
+  auto executor = co_await asio::this_coro::executor;
+  http::Client& client = call.g.prefill_client(executor);
+  call.life.mark(Stage::kPrefilling, call.g.clock.now());
+  const http::Endpoint to{node.host, node.port};
+  http::Request request = upstream_request(call, std::move(body));
+  auto answer = co_await client.send(to, std::move(request));
+  if (!answer || answer->status >= 500) {
+    call.error = answer ? to.to_string() + " answered " + std::to_string(answer->status)
+                        : answer.error().to_string();
+    end = PrefillEnd::kFailed;
+    co_return 0;
+  }
+  end = PrefillEnd::kOk;
+  // A cancellation may have arrived while the send was in a phase that ignores it; waiting
+  // now would never be cancelled again.
+  if (co_await leg_cancelled()) co_return 1;
+  asio::steady_timer forever(executor, asio::steady_timer::time_point::max());
+  (void)co_await forever.async_wait(kAsTuple);
+  co_return 1;
+}
+
+Task<LegResult> decode_leg(Call& call, const Placement& placement, std::string body, bool& ended) {
+  LegResult result = co_await decode_once(call, placement, std::move(body));
+  ended = true;
+  co_return result;
+}
+
+Task<void> run_parallel(Call& call) {
+  using namespace asio::experimental::awaitable_operators;
+  std::vector<std::uint32_t> tried_prefill;
+  std::vector<std::uint32_t> tried_decode;
+  const std::uint32_t attempts =
+      std::max(call.g.config.retries.prefill_attempts, call.g.config.retries.decode_attempts);
+  for (std::uint32_t attempt = 0; attempt < attempts; ++attempt) {
+    if (attempt > 0) call.prefill_retries++;
+    call.life.mark(Stage::kWaitingPrefill, call.g.clock.now());
+    Ticket prefill_ticket = make_ticket(call, Role::kPrefill, attempt, tried_prefill, "");
+    auto prefill = co_await acquire(call.g, std::move(prefill_ticket));
+    if (!prefill) {
+      if (attempt > 0 && prefill.error().code == ErrorCode::kUnavailable) break;
+      co_await answer_no_node(call, prefill.error());
+      co_return;
+    }
+    call.life.mark(Stage::kPrefillScheduled, call.g.clock.now());
+    call.prefill_node = prefill->node;
+    call.entry.prefill_node.store(prefill->lease.node, std::memory_order_relaxed);
+    call.life.mark(Stage::kWaitingDecode, call.g.clock.now());
+    Ticket decode_ticket = make_ticket(call, Role::kDecode, attempt, tried_decode, prefill->group);
+    auto decode = co_await acquire(call.g, std::move(decode_ticket));
+    if (!decode) {
+      call.g.dispatcher->release(prefill->lease, Outcome::kNeutral);
+      if (attempt > 0 && decode.error().code == ErrorCode::kUnavailable) break;
+      co_await answer_no_node(call, decode.error());
+      co_return;
+    }
+    call.life.mark(Stage::kDecodeScheduled, call.g.clock.now());
+    call.decode_node = decode->node;
+    call.entry.decode_node.store(decode->lease.node, std::memory_order_relaxed);
+    auto node = call.g.directory.find(prefill->node);
+    if (!node) {
+      call.g.dispatcher->release(prefill->lease, Outcome::kNeutral);
+      call.g.dispatcher->release(decode->lease, Outcome::kNeutral);
+      tried_prefill.push_back(prefill->lease.node);
+      continue;
+    }
+    Bootstrap bootstrap{node->host, node->bootstrap_port, call.g.random64() >> 1};
+    if (bootstrap.host.find(':') != std::string::npos) bootstrap.host = "[" + bootstrap.host + "]";
+    auto body = bootstrap_body(call.request.body, bootstrap);
+    if (!body) {
+      call.g.dispatcher->release(prefill->lease, Outcome::kNeutral);
+      call.g.dispatcher->release(decode->lease, Outcome::kNeutral);
+      co_await answer_error(call, 400, body.error().message, RequestOutcome::kClientError);
+      co_return;
+    }
+    PrefillEnd prefill_end = PrefillEnd::kPending;
+    bool decode_ended = false;
+    LegResult decode_result;
+    std::string prefill_copy = *body;
+    // Named first: GCC 12 mishandles temporaries inside a co_await expression.
+    auto both = decode_leg(call, *decode, std::move(*body), decode_ended) ||
+                prefill_leg(call, *node, std::move(prefill_copy), prefill_end);
+    auto winner = co_await std::move(both);
+    if (winner.index() == 0) decode_result = std::get<0>(winner);
+    const bool prefill_failed = prefill_end == PrefillEnd::kFailed;
+    if (prefill_failed) {
+      call.g.metrics.prefill_errors->inc();
+      call.g.metrics.cancelled_legs->inc();
+    } else if (prefill_end == PrefillEnd::kPending) {
+      call.g.metrics.cancelled_legs->inc();  // the decode ended first: the prefill was cancelled
+    }
+    const Outcome prefill_outcome = prefill_failed ? Outcome::kFailure
+                                    : prefill_end == PrefillEnd::kOk ? Outcome::kSuccess
+                                                                     : Outcome::kNeutral;
+    call.g.dispatcher->release(prefill->lease, prefill_outcome);
+    if (winner.index() == 1) {
+      // The prefill failed and the decode was cancelled; the decode node is not to blame.
+      call.g.dispatcher->release(decode->lease, Outcome::kNeutral);
+      if (call.writer.started()) co_return;  // the decode already sent the error event
+      tried_prefill.push_back(prefill->lease.node);
+      continue;
+    }
+    call.g.dispatcher->release(decode->lease, decode_result.node_outcome);
+    if (decode_result.end == LegEnd::kDone) co_return;
+    call.g.metrics.decode_errors->inc();
+    tried_decode.push_back(decode->lease.node);
+  }
+  co_await answer_error(call, 502, "every prefill/decode pair failed: " + call.error,
+                        RequestOutcome::kUpstreamError, "BadGatewayError");
+}
+
+bool authorised(const Call& call) {
+  const auto& keys = call.g.config.api_keys;
+  if (keys.empty()) return true;
+  auto token = bearer_token(call.request);
+  return token && std::find(keys.begin(), keys.end(), *token) != keys.end();
+}
+
+}  // namespace
+
+Task<Result<Placement>> acquire(Gateway::Impl& g, Ticket ticket) {
+  auto executor = co_await asio::this_coro::executor;
+  auto wait = std::make_shared<DecisionWait>(executor);
+  const std::uint64_t id = ticket.id;
+  Status submitted = g.dispatcher->submit(std::move(ticket), [wait, &g](Result<Placement> decision) {
+    asio::post(wait->executor, [wait, &g, decision = std::move(decision)]() mutable {
+      if (wait->abandoned) {
+        if (decision) g.dispatcher->release(decision->lease, Outcome::kNeutral);
+        return;
+      }
+      wait->result = std::move(decision);
+      wait->timer.cancel();
+    });
+  });
+  if (!submitted) co_return std::move(submitted).error();
+  // The scheduler answers within the queue timeout; the margin covers its tick.
+  wait->timer.expires_after(g.config.timeouts.queue + std::chrono::seconds(5));
+  while (!wait->result) {
+    auto [ec] = co_await wait->timer.async_wait(kAsTuple);
+    if (!ec && !wait->result) {
+      wait->abandoned = true;
+      g.dispatcher->cancel(id);
+      co_return make_error(ErrorCode::kTimeout, "the scheduler did not answer in time");
+    }
+  }
+  co_return std::move(*wait->result);
+}
+
+http::Request upstream_request(const Call& call, std::string body) {
+  http::Request request;
+  request.method = http::Method::kPost;
+  request.target = std::string(call.request.target);
+  request.headers.add("Content-Type", "application/json");
+  request.headers.add("X-Request-Id", call.request_id);
+  request.body = std::move(body);
+  return request;
+}
+
+Task<void> answer_error(Call& call, int status, std::string message, RequestOutcome outcome,
+                        std::string_view type, std::string_view param) {
+  call.outcome = outcome;
+  call.status = status;
+  if (call.error.empty()) call.error = message;
+  if (call.writer.started()) co_return;
+  http::Response response = http::error_response(status, message, type, param);
+  response.headers.add("X-Request-Id", call.request_id);
+  if (status == 429) response.headers.add("Retry-After", "1");
+  call.bytes_out += response.body.size();
+  (void)co_await call.writer.send(std::move(response));
+}
+
+Task<void> answer_no_node(Call& call, const Error& error) {
+  call.error = error.to_string();
+  if (error.code == ErrorCode::kResourceExhausted) {
+    co_await answer_error(call, 429, "the proxy is at capacity; retry later", RequestOutcome::kRejected,
+                          "RateLimitError");
+  } else if (error.code == ErrorCode::kTimeout) {
+    co_await answer_error(call, 503, "no engine was free within the queue timeout",
+                          RequestOutcome::kTimeout, "ServiceUnavailableError");
+  } else {
+    co_await answer_error(call, 503, error.message, RequestOutcome::kUpstreamError,
+                          "ServiceUnavailableError");
+  }
+}
+
+Task<void> handle_generate(Gateway::Impl& g, http::Request& request, http::ResponseWriter& writer,
+                           Api api) {
+  Call call(g, request, writer, api);
+  call.id = g.new_id();
+  call.wall = std::chrono::system_clock::now();
+  call.life.mark(Stage::kReceived, g.clock.now());
+  auto given_id = request.headers.get("X-Request-Id");
+  call.request_id = given_id && !given_id->empty() && given_id->size() <= 256 ? std::string(*given_id)
+                                                                              : g.new_request_id();
+  call.entry.request_id = call.request_id;
+  call.entry.route = std::string(request.path());
+  call.entry.life = &call.life;
+  call.entry.received = *call.life.at(Stage::kReceived);
+  g.inflight.add(call.id, &call.entry);
+
+  BadRequest bad;
+  if (!authorised(call)) {
+    co_await answer_error(call, 401, "Unauthorized: a valid API key is required",
+                          RequestOutcome::kClientError, "AuthenticationError");
+  } else if (auto info = inspect_request(request.body, api, &bad); !info) {
+    co_await answer_error(call, 400, bad.message, RequestOutcome::kClientError, "BadRequestError",
+                          bad.param);
+  } else {
+    call.info = *info;
+    // No tokenizer or prefix index yet: these stages pass at once (the seam for issue 5).
+    call.life.mark(Stage::kTokenized, g.clock.now());
+    call.life.mark(Stage::kPrefixMatched, g.clock.now());
+    switch (g.config.pd_mode) {
+      case PdMode::kSequential: co_await run_sequential(call); break;
+      case PdMode::kParallel: co_await run_parallel(call); break;
+      case PdMode::kAggregated: {
+        std::string body = request.body;
+        std::string any_group;
+        co_await run_decode(call, std::move(body), std::move(any_group));
+        break;
+      }
+    }
+  }
+  g.inflight.remove(call.id);
+  finish_call(call);
+}
+
+}  // namespace omni::proxy

@@ -1,0 +1,256 @@
+// Gateway lifecycle (create, start, reload, stop) and the small shared pieces: node
+// directory, in-flight registry, access log, per-thread clients, gauges.
+#include <boost/asio/any_io_executor.hpp>
+#include <utility>
+
+#include "gateway_impl.hpp"
+#include "omni/log/log.hpp"
+
+namespace omni::proxy {
+namespace {
+
+SchedulerOptions scheduler_options(const ProxyConfig& c) {
+  SchedulerOptions o;
+  o.queue_capacity = c.limits.queue_capacity;
+  o.queue_timeout = c.timeouts.queue;
+  o.node_limits = {c.limits.node_max_outstanding_tokens, c.limits.node_max_running};
+  o.failures_to_eject = c.health.failures_to_eject;
+  o.ejection_time = c.health.ejection_time;
+  o.max_ejection_time = c.health.max_ejection_time;
+  return o;
+}
+
+http::ServerOptions server_options(const ProxyConfig& c) {
+  http::ServerOptions o;
+  o.host = c.listen.host;
+  o.port = c.listen.port;
+  o.io_threads = c.workers;
+  o.max_connections = c.limits.max_connections;
+  o.max_header_bytes = c.limits.max_header_bytes;
+  o.max_body_bytes = c.limits.max_body_bytes;
+  o.idle_timeout = c.timeouts.client_idle;
+  o.shutdown_grace = c.timeouts.shutdown_grace;
+  o.server_name = "omni-proxy";
+  return o;
+}
+
+std::vector<NodeSpec> specs_of(const std::vector<NodeEntry>& entries) {
+  std::vector<NodeSpec> specs;
+  for (const NodeEntry& entry : entries) specs.push_back(entry.spec);
+  return specs;
+}
+
+Status export_gauges(Gateway::Impl& g) {
+  Status s = g.registry.gauge_callback(
+      "omni_proxy:queue_waiting", "Requests waiting in the proxy for a node.", {},
+      [&g](metrics::Emitter& e) { e.emit({}, static_cast<double>(g.dispatcher->snapshot().waiting)); });
+  if (!s) return s;
+  s = g.registry.gauge_callback("omni_proxy:requests_in_flight", "Requests being served.", {},
+                                [&g](metrics::Emitter& e) {
+                                  e.emit({}, static_cast<double>(g.inflight.size()));
+                                });
+  if (!s) return s;
+  s = g.registry.gauge_callback(
+      "omni_proxy:node_outstanding_tokens", "Tokens dispatched to a node and not yet released.",
+      {"pool", "node"}, [&g](metrics::Emitter& e) {
+        for (const NodeStatus& n : g.dispatcher->snapshot().nodes) {
+          e.emit({role_name(n.spec.role), n.spec.name}, static_cast<double>(n.load.outstanding_tokens));
+        }
+      });
+  if (!s) return s;
+  s = g.registry.gauge_callback(
+      "omni_proxy:node_running", "Requests running on a node.", {"pool", "node"},
+      [&g](metrics::Emitter& e) {
+        for (const NodeStatus& n : g.dispatcher->snapshot().nodes) {
+          e.emit({role_name(n.spec.role), n.spec.name}, static_cast<double>(n.load.running));
+        }
+      });
+  if (!s) return s;
+  return g.registry.gauge_callback(
+      "omni_proxy:node_usable", "1 when a node takes new requests (up, circuit closed, not draining).",
+      {"pool", "node"}, [&g](metrics::Emitter& e) {
+        for (const NodeStatus& n : g.dispatcher->snapshot().nodes) {
+          const bool usable = !n.draining && !n.removed &&
+                              (n.health == NodeHealth::kUp || n.health == NodeHealth::kTrial);
+          e.emit({role_name(n.spec.role), n.spec.name}, usable ? 1.0 : 0.0);
+        }
+      });
+}
+
+}  // namespace
+
+void NodeDirectory::replace(const std::vector<NodeEntry>& entries) {
+  std::unique_lock lock(mu_);
+  by_name_.clear();
+  for (const NodeEntry& entry : entries) by_name_[entry.spec.name] = entry;
+}
+
+std::optional<NodeEntry> NodeDirectory::find(const std::string& name) const {
+  std::shared_lock lock(mu_);
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<NodeEntry> NodeDirectory::all() const {
+  std::shared_lock lock(mu_);
+  std::vector<NodeEntry> out;
+  for (const auto& [name, entry] : by_name_) out.push_back(entry);
+  return out;
+}
+
+void Inflight::add(std::uint64_t id, InflightEntry* entry) {
+  std::lock_guard lock(mu_);
+  entries_[id] = entry;
+}
+void Inflight::remove(std::uint64_t id) {
+  std::lock_guard lock(mu_);
+  entries_.erase(id);
+}
+std::size_t Inflight::size() const {
+  std::lock_guard lock(mu_);
+  return entries_.size();
+}
+void Inflight::for_each(const std::function<void(const InflightEntry&)>& fn) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [id, entry] : entries_) fn(*entry);
+}
+
+Status AccessLog::open(const std::optional<std::string>& path) {
+  if (!path) return {};
+  if (*path == "-") {
+    file_ = stdout;
+    return {};
+  }
+  file_ = std::fopen(path->c_str(), "a");
+  if (!file_) return make_error(ErrorCode::kIo, "cannot open the access log " + *path);
+  owned_ = true;
+  return {};
+}
+
+void AccessLog::write(std::string_view line) {
+  if (!file_) return;
+  std::lock_guard lock(mu_);
+  std::fwrite(line.data(), 1, line.size(), file_);
+  std::fflush(file_);
+}
+
+AccessLog::~AccessLog() {
+  if (owned_ && file_) std::fclose(file_);
+}
+
+std::uint64_t Gateway::Impl::random64() {
+  std::uint64_t z = random_state.fetch_add(0x9e3779b97f4a7c15ULL, std::memory_order_relaxed) +
+                    0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+std::string Gateway::Impl::new_request_id() {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id(32, '0');
+  const std::uint64_t a = random64();
+  const std::uint64_t b = random64();
+  for (int i = 0; i < 16; ++i) {
+    id[static_cast<std::size_t>(i)] = kHex[(a >> (4 * i)) & 0xf];
+    id[static_cast<std::size_t>(16 + i)] = kHex[(b >> (4 * i)) & 0xf];
+  }
+  return id;
+}
+
+namespace {
+http::ClientOptions client_options(const ProxyConfig& c, Duration read_timeout) {
+  http::ClientOptions o;
+  o.connect_timeout = c.timeouts.connect;
+  o.read_timeout = read_timeout;
+  o.max_idle_per_endpoint = 256;
+  return o;
+}
+// One client per I/O thread and leg kind; a thread serves one Gateway only.
+thread_local std::unique_ptr<http::Client> t_prefill_client;
+thread_local std::unique_ptr<http::Client> t_decode_client;
+}  // namespace
+
+http::Client& Gateway::Impl::prefill_client(boost::asio::any_io_executor executor) {
+  if (!t_prefill_client) {
+    t_prefill_client = std::make_unique<http::Client>(executor, client_options(config, config.timeouts.prefill));
+  }
+  return *t_prefill_client;
+}
+
+http::Client& Gateway::Impl::decode_client(boost::asio::any_io_executor executor) {
+  if (!t_decode_client) {
+    t_decode_client =
+        std::make_unique<http::Client>(executor, client_options(config, config.timeouts.decode_idle));
+  }
+  return *t_decode_client;
+}
+
+Gateway::Gateway(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Gateway::~Gateway() { stop(); }
+
+Result<std::unique_ptr<Gateway>> Gateway::create(ProxyConfig config) {
+  auto impl = std::make_unique<Impl>();
+  impl->config = std::move(config);
+  auto policy = make_policy(impl->config.policy);
+  if (!policy) return std::move(policy).error();
+  auto metrics = ProxyMetrics::create(impl->registry);
+  if (!metrics) return std::move(metrics).error();
+  impl->metrics = *metrics;
+  if (Status s = impl->access_log.open(impl->config.access_log); !s) return std::move(s).error();
+  impl->random_state = static_cast<std::uint64_t>(
+      std::chrono::steady_clock::now().time_since_epoch().count());
+  impl->dispatcher = std::make_unique<Dispatcher>(
+      impl->clock, scheduler_options(impl->config), std::move(*policy), impl->config.scheduler_tick,
+      DispatcherMetrics{impl->metrics.scheduling_latency, impl->metrics.scheduler_pass});
+  const auto entries = node_entries(impl->config);
+  impl->directory.replace(entries);
+  impl->dispatcher->set_nodes(specs_of(entries));
+  if (Status s = export_gauges(*impl); !s) return std::move(s).error();
+  impl->server = std::make_unique<http::Server>(server_options(impl->config), make_handler(*impl));
+  return std::unique_ptr<Gateway>(new Gateway(std::move(impl)));
+}
+
+Status Gateway::start() {
+  impl_->dispatcher->start();
+  if (Status s = impl_->server->start(); !s) {
+    impl_->dispatcher->stop();
+    return s;
+  }
+  start_health_checks(*impl_);
+  return {};
+}
+
+std::uint16_t Gateway::port() const noexcept { return impl_->server->port(); }
+
+void Gateway::reload(const ProxyConfig& config) {
+  // Only the pools change: in-flight requests keep their leases; the scheduler keeps the
+  // load and health of nodes that stay, and forgets removed ones once their load drains.
+  auto entries = node_entries(config);
+  std::vector<NodeEntry> merged = entries;
+  // Removed nodes must stay resolvable for the requests still using them.
+  for (const NodeEntry& old : impl_->directory.all()) {
+    bool kept = false;
+    for (const NodeEntry& e : entries) kept = kept || e.spec.name == old.spec.name;
+    if (!kept) merged.push_back(old);
+  }
+  impl_->directory.replace(merged);
+  impl_->dispatcher->set_nodes(specs_of(entries));
+  log::get("proxy")->info("pools reloaded: {} nodes", entries.size());
+}
+
+void Gateway::on_reload_request(std::function<Status()> callback) {
+  impl_->reload_request = std::move(callback);
+}
+
+void Gateway::stop() {
+  if (!impl_) return;
+  stop_health_checks(*impl_);
+  if (impl_->server) impl_->server->stop();
+  if (impl_->dispatcher) impl_->dispatcher->stop();
+}
+
+metrics::Registry& Gateway::registry() noexcept { return impl_->registry; }
+
+}  // namespace omni::proxy

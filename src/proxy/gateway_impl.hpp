@@ -1,0 +1,118 @@
+// The Gateway's internal state, shared by its translation units (routes, the request path,
+// the admin API, health checks). Not a public header.
+#pragma once
+
+#include <atomic>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "dispatcher.hpp"
+#include "omni/http/client.hpp"
+#include "omni/http/server.hpp"
+#include "omni/proxy/gateway.hpp"
+#include "omni/proxy/lifecycle.hpp"
+#include "omni/proxy/rewrite.hpp"
+#include "proxy_metrics.hpp"
+
+namespace omni::proxy {
+
+// name → engine address, bootstrap port; replaced whole on reload.
+class NodeDirectory {
+ public:
+  void replace(const std::vector<NodeEntry>& entries);
+  std::optional<NodeEntry> find(const std::string& name) const;
+  std::vector<NodeEntry> all() const;
+
+ private:
+  mutable std::shared_mutex mu_;
+  std::unordered_map<std::string, NodeEntry> by_name_;
+};
+
+// What the admin API lists about one in-flight request.
+struct InflightEntry {
+  std::string request_id;
+  std::string route;
+  const Lifecycle* life = nullptr;
+  TimePoint received{};
+  std::atomic<std::int64_t> prefill_node{-1};
+  std::atomic<std::int64_t> decode_node{-1};
+};
+
+class Inflight {
+ public:
+  void add(std::uint64_t id, InflightEntry* entry);
+  void remove(std::uint64_t id);
+  std::size_t size() const;
+  // Calls `fn` for each entry with the lock held (entries cannot vanish meanwhile).
+  void for_each(const std::function<void(const InflightEntry&)>& fn) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<std::uint64_t, InflightEntry*> entries_;
+};
+
+// One JSON line per request, written whole under a lock.
+class AccessLog {
+ public:
+  Status open(const std::optional<std::string>& path);
+  bool enabled() const noexcept { return file_ != nullptr; }
+  void write(std::string_view line);
+  ~AccessLog();
+
+ private:
+  std::mutex mu_;
+  std::FILE* file_ = nullptr;
+  bool owned_ = false;
+};
+
+struct Gateway::Impl {
+  ProxyConfig config;
+  SteadyClock clock;
+  metrics::Registry registry;
+  ProxyMetrics metrics;
+  std::unique_ptr<Dispatcher> dispatcher;
+  NodeDirectory directory;
+  Inflight inflight;
+  AccessLog access_log;
+  std::unique_ptr<http::Server> server;
+  std::atomic<std::uint64_t> next_id{1};
+  std::atomic<std::uint64_t> random_state{0};
+  std::function<Status()> reload_request;
+
+  // Active health checks: one thread with its own event loop and client.
+  std::thread health_thread;
+  std::atomic<bool> health_stop{false};
+
+  std::uint64_t new_id() { return next_id.fetch_add(1, std::memory_order_relaxed); }
+  // splitmix64 over an atomic counter: cheap, thread-safe, good enough for ids and rooms.
+  std::uint64_t random64();
+  std::string new_request_id();
+
+  // The calling I/O thread's clients (one per thread, as the HTTP client requires).
+  http::Client& prefill_client(boost::asio::any_io_executor executor);
+  http::Client& decode_client(boost::asio::any_io_executor executor);
+};
+
+// Routes: serving, probes, metrics, admin.
+http::Handler make_handler(Gateway::Impl& gateway);
+// The generation routes (/v1/completions, /v1/chat/completions).
+Task<void> handle_generate(Gateway::Impl& gateway, http::Request& request,
+                           http::ResponseWriter& writer, Api api);
+// Admin API under /admin/.
+Task<void> handle_admin(Gateway::Impl& gateway, http::Request& request, http::ResponseWriter& writer);
+// Starts / stops the active health checker thread.
+void start_health_checks(Gateway::Impl& gateway);
+void stop_health_checks(Gateway::Impl& gateway);
+
+// Bearer token of a request, if any.
+std::optional<std::string_view> bearer_token(const http::Request& request);
+http::Response json_response(int status, std::string body);
+
+}  // namespace omni::proxy

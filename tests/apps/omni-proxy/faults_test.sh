@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Faults: engines killed with kill -9 under load (prefill and decode, sequential and parallel),
+# retries, ejection, errors after streaming started, client disconnects, health checks,
+# drain, SIGHUP reload, and 1,000 concurrent streams.
+source "$(dirname "$0")/lib.sh"
+
+summary() { jq -r "$1" "$work/load.json"; }
+
+echo "[$SECONDS s] step 1" >&2
+# 1. kill -9 one prefill and one decode engine under streaming load, in both PD modes. No
+#    request may fail before streaming started (all 200); streams cut mid-way end with an
+#    error event and [DONE]; none ends silently.
+for mode in ${MODES:-sequential parallel}; do
+  start_engine "p1$mode" --stall 10ms
+  start_engine "p2$mode" --stall 10ms
+  start_engine "d1$mode" --token-delay 5ms --io-threads 2
+  start_engine "d2$mode" --token-delay 5ms --io-threads 2
+  eval "pp1=\$PORT_p1$mode pp2=\$PORT_p2$mode dd1=\$PORT_d1$mode dd2=\$PORT_d2$mode"
+  start_proxy "kill$mode" --pd-mode "$mode" --prefill-endpoints "127.0.0.1:$pp1,127.0.0.1:$pp2" \
+    --decode-endpoints "127.0.0.1:$dd1,127.0.0.1:$dd2" --workers 2 --health-interval 200ms
+  "$load_bin" --target "$PROXY" --stream --concurrency 30 --requests 400 \
+    --body '{"prompt":"hello","max_tokens":20,"stream":true}' >"$work/load.json" &
+  load_pid=$!
+  sleep 0.8
+  eval "kill -9 \$PID_p1$mode \$PID_d1$mode"
+  wait "$load_pid" || fail "$mode: load client failed"
+  [ "$(summary '.status | keys == ["200"]')" = "true" ] || fail "$mode: non-200 answers: $(cat "$work/load.json")"
+  [ "$(summary '.transport_errors')" = "0" ] || fail "$mode: transport errors: $(cat "$work/load.json")"
+  [ "$(summary '.complete_streams')" = "400" ] || fail "$mode: streams without [DONE]: $(cat "$work/load.json")"
+  [ "$(summary '.error_events <= 30')" = "true" ] || fail "$mode: too many cut streams: $(cat "$work/load.json")"
+  eval "stop_pid \$PID_kill$mode; stop_pid \$PID_p2$mode; stop_pid \$PID_d2$mode"
+done
+
+echo "[$SECONDS s] step 2" >&2
+# 2. A decode engine answering 500: requests are retried on the other one before any byte,
+#    and the failing node's circuit opens.
+start_engine good
+start_engine bad --fail-status 500
+start_proxy retry --pd-mode aggregated --decode-endpoints "127.0.0.1:$PORT_bad,127.0.0.1:$PORT_good" \
+  --health-failures-to-eject 2 --health-interval 0s
+for i in $(seq 6); do
+  expect_status 200 "$(post /v1/completions '{"prompt":"x","max_tokens":2,"stream":true}')" "retry $i"
+done
+get /admin/nodes >/dev/null
+body_has "(.nodes[] | select(.name == \"127.0.0.1:$PORT_bad\") | .health == \"ejected\")" "bad node not ejected"
+[ "$(wc -l <"$work/bad.jsonl")" -eq 2 ] || fail "an ejected node must get no more requests"
+jq -e -s 'map(.decode_retries) | add == 2' "$work/retry.access.jsonl" >/dev/null || fail "retries not logged"
+stop_pid "$PID_retry"
+stop_pid "$PID_bad"
+
+echo "[$SECONDS s] step 3" >&2
+# 3. The engine dies after streaming started: an error event, then [DONE], never a silent cut.
+start_engine dying --die-after-events 3
+start_proxy dying --pd-mode aggregated --decode-endpoints "127.0.0.1:$PORT_dying"
+curl -sN -H 'Content-Type: application/json' --data '{"prompt":"x","max_tokens":10,"stream":true}' \
+  "http://$PROXY/v1/completions" >"$work/cut.txt"
+grep -q '^data: {"error": {"message": ' "$work/cut.txt" || { cat "$work/cut.txt"; fail "no error event"; }
+tail -2 "$work/cut.txt" | grep -q '^data: \[DONE\]' || fail "no [DONE] after the error event"
+jq -e '.outcome == "stream_error"' "$work/dying.access.jsonl" >/dev/null || fail "outcome not stream_error"
+stop_pid "$PID_dying"
+
+echo "[$SECONDS s] step 4" >&2
+# 4. A client that goes away cancels the engine call.
+start_engine slow --token-delay 100ms
+start_proxy disc --pd-mode aggregated --decode-endpoints "127.0.0.1:$PORT_slow"
+curl -sN -H 'Content-Type: application/json' -H 'X-Request-Id: gone-1' --max-time 0.6 \
+  --data '{"prompt":"x","max_tokens":50,"stream":true}' "http://$PROXY/v1/completions" >/dev/null || true
+for _ in $(seq 60); do
+  [ -n "$(jq -c 'select(.event == "client_gone" and .x_request_id == "gone-1")' "$work/slow.jsonl")" ] && break
+  sleep 0.1
+done
+sent=$(jq -r 'select(.event == "client_gone" and .x_request_id == "gone-1") | .sent' "$work/slow.jsonl")
+[ -n "$sent" ] && [ "$sent" -lt 30 ] || fail "the engine call was not cancelled (sent: '$sent')"
+for _ in $(seq 40); do grep -q client_disconnected "$work/disc.access.jsonl" 2>/dev/null && break; sleep 0.05; done
+jq -e '.outcome == "client_disconnected"' "$work/disc.access.jsonl" >/dev/null || fail "outcome not client_disconnected"
+stop_pid "$PID_disc"
+
+echo "[$SECONDS s] step 5" >&2
+# 5. Active health checks: an unhealthy engine makes the proxy not ready, and back.
+start_engine sick --unhealthy
+start_proxy health --pd-mode aggregated --decode-endpoints "127.0.0.1:$PORT_sick" --health-interval 100ms
+for _ in $(seq 50); do [ "$(get /ready)" = "503" ] && break; sleep 0.1; done
+expect_status 503 "$(get /ready)" "ready with only an unhealthy decode node"
+stop_pid "$PID_sick"
+start_engine sick --port "$PORT_sick"
+for _ in $(seq 50); do [ "$(get /ready)" = "200" ] && break; sleep 0.1; done
+expect_status 200 "$(get /ready)" "re-admitted after a good probe"
+stop_pid "$PID_health"
+
+echo "[$SECONDS s] step 6" >&2
+# 6. Drain via the admin API, then SIGHUP reloads the pools from the config file.
+start_engine e1
+start_engine e2
+printf 'pd_mode: aggregated\ndecode_endpoints: ["127.0.0.1:%s", "127.0.0.1:%s"]\n' "$PORT_e1" "$PORT_e2" >"$work/pools.yaml"
+start_proxy pools --config "$work/pools.yaml"
+expect_status 200 "$(post /admin/drain "{\"node\":\"127.0.0.1:$PORT_e1\",\"drain\":true}")" "drain"
+expect_status 404 "$(post /admin/drain '{"node":"127.0.0.1:1"}')" "drain an unknown node"
+for i in $(seq 4); do expect_status 200 "$(post /v1/completions '{"prompt":"x","max_tokens":1}')" "drained $i"; done
+[ ! -s "$work/e1.jsonl" ] || fail "a draining node got requests"
+expect_status 200 "$(post /admin/drain "{\"node\":\"127.0.0.1:$PORT_e1\",\"drain\":false}")" "undrain"
+printf 'pd_mode: aggregated\ndecode_endpoints: ["127.0.0.1:%s"]\n' "$PORT_e1" >"$work/pools.yaml"
+kill -HUP "$PID_pools"
+for _ in $(seq 50); do grep -q "pools reloaded" "$work/pools.log" && break; sleep 0.05; done
+e2_before=$(wc -l <"$work/e2.jsonl")
+for i in $(seq 3); do expect_status 200 "$(post /v1/completions '{"prompt":"x","max_tokens":1}')" "reloaded $i"; done
+[ "$(wc -l <"$work/e2.jsonl")" -eq "$e2_before" ] || fail "a node removed by SIGHUP still gets requests"
+expect_status 200 "$(post /admin/reload '{}')" "admin reload"
+stop_pid "$PID_pools"
+
+echo "[$SECONDS s] step 7" >&2
+# 7. 1,000 concurrent streams complete.
+start_engine many --token-delay 20ms --io-threads 2
+start_proxy many --pd-mode aggregated --decode-endpoints "127.0.0.1:$PORT_many" --workers 2
+"$load_bin" --target "$PROXY" --stream --concurrency 1000 --requests 1000 \
+  --body '{"prompt":"x","max_tokens":8,"stream":true}' >"$work/load.json" || fail "load client failed"
+[ "$(summary '.complete_streams')" = "1000" ] || fail "1000 streams: $(cat "$work/load.json")"
+[ "$(summary '.events')" = "9000" ] || fail "1000 streams: events lost: $(cat "$work/load.json")"
+
+echo "PASS"

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# omni-proxy serving path in sequential PD mode (vLLM NixlConnector) against fake engines:
+# both legs' bodies exactly, SSE relay, request ids, probes, metrics, access log, admin API,
+# OpenAI-style errors for bad input, API keys.
+source "$(dirname "$0")/lib.sh"
+
+"$proxy_bin" --help >"$work/help.txt" || fail "--help exited with $?"
+for flag in --listen-host --listen-port --prefill-endpoints --decode-endpoints --pd-mode --workers --config; do
+  grep -q -- "$flag" "$work/help.txt" || fail "--help does not document $flag"
+done
+
+status=0
+"$proxy_bin" --pd-mode both --decode-endpoints h:1 >/dev/null 2>"$work/bad_flag.txt" || status=$?
+[ "$status" -eq 2 ] && grep -q "pd_mode" "$work/bad_flag.txt" || fail "a bad flag must exit 2 naming it"
+"$proxy_bin" --decode-endpoints h:1 --pd-mode aggregated --print-config >"$work/effective.yaml" \
+  || fail "--print-config failed"
+grep -q "pd_mode: aggregated" "$work/effective.yaml" || fail "--print-config lacks pd_mode"
+
+start_engine prefill
+start_engine decode
+start_proxy proxy --prefill-endpoints "127.0.0.1:$PORT_prefill" --decode-endpoints "127.0.0.1:$PORT_decode" \
+  --workers 2
+
+# 1. Non-streaming completion: the prefill leg per NixlConnector, the decode leg with its params.
+status=$(post /v1/completions '{"model":"fake-model","prompt":"hello","max_tokens":5,"min_tokens":2,"temperature":0.70,"foo_bar":{"x":[1,2]},"stream_options":null}' -H 'X-Request-Id: rid-1')
+expect_status 200 "$status" "completion"
+body_has '.choices[0].text == " tok0 tok1 tok2 tok3 tok4"' "decode answer not relayed"
+grep -qi '^x-request-id: rid-1' "$work/headers" || fail "X-Request-Id not echoed"
+p=$(records prefill rid-1); d=$(records decode rid-1)
+[ -n "$p" ] && [ -n "$d" ] || fail "both legs must carry X-Request-Id rid-1"
+echo "$p" | jq -e '.body.max_tokens == 1 and .body.stream == false and (.body | has("stream_options") | not)
+  and (.body | has("min_tokens") | not) and .body.kv_transfer_params.do_remote_decode == true
+  and .body.kv_transfer_params.do_remote_prefill == false and .body.foo_bar == {"x":[1,2]}' >/dev/null \
+  || fail "prefill body wrong: $p"
+echo "$p" | jq -e '.raw | contains("\"temperature\":0.70")' >/dev/null || fail "numbers must pass untouched: $p"
+echo "$d" | jq -e --arg e "fake-$PORT_prefill" '.body.max_tokens == 5 and .body.min_tokens == 2
+  and .body.kv_transfer_params.remote_engine_id == $e and .body.kv_transfer_params.do_remote_prefill == true
+  and .body.kv_transfer_params.remote_block_ids == [[1,2,3]] and .body.foo_bar == {"x":[1,2]}' >/dev/null \
+  || fail "decode body wrong: $d"
+
+# 2. Streaming chat: relayed event by event, ending with [DONE]; a request id is generated.
+curl -sN -D "$work/headers" -H 'Content-Type: application/json' \
+  --data '{"messages":[{"role":"user","content":"hi"}],"max_tokens":6,"stream":true,"stream_options":{"include_usage":true}}' \
+  "http://$PROXY/v1/chat/completions" >"$work/stream.txt"
+[ "$(grep -c '^data: ' "$work/stream.txt")" -eq 7 ] || { cat "$work/stream.txt"; fail "want 6 chunks + [DONE]"; }
+tail -2 "$work/stream.txt" | grep -q '^data: \[DONE\]' || fail "stream must end with [DONE]"
+grep -qi '^content-type: text/event-stream' "$work/headers" || fail "engine content type not passed"
+rid=$(sed -n 's/^[Xx]-[Rr]equest-[Ii]d: \([0-9a-f]*\).*/\1/p' "$work/headers" | tr -d '\r')
+[ ${#rid} -eq 32 ] || fail "generated request id missing: '$rid'"
+records decode "$rid" | jq -e '.body.stream == true and .body.stream_options.include_usage == true' >/dev/null \
+  || fail "decode leg must stream with the client's stream_options"
+records prefill "$rid" | jq -e '.path == "/v1/chat/completions"' >/dev/null || fail "prefill route wrong"
+
+# 3. Probes, models, metrics, admin.
+expect_status 200 "$(get /health)" "/health"
+expect_status 200 "$(get /ready)" "/ready"
+expect_status 200 "$(get /v1/models)" "/v1/models"
+body_has '.data[0].id == "fake-model" and (.data | length) == 1' "/v1/models not aggregated"
+expect_status 200 "$(get /metrics)" "/metrics"
+for metric in 'omni_proxy:requests_total{route="/v1/completions",outcome="success"} 1' \
+              'omni_proxy:request_stage_seconds_bucket{stage="prefilling",pool="prefill",le=' 'omni_proxy:time_to_first_token_seconds_count 2' \
+              'omni_proxy:scheduling_latency_seconds_count' 'omni_proxy:node_usable{pool="decode",node="127.0.0.1:'; do
+  grep -qF -- "$metric" "$work/body" || fail "metric missing: $metric"
+done
+expect_status 200 "$(get /admin/nodes)" "/admin/nodes"
+body_has '(.nodes | length) == 2 and (.nodes | map(.health) | unique) == ["up"]' "admin nodes wrong"
+expect_status 200 "$(get /admin/requests)" "/admin/requests"
+body_has '.requests == []' "no request should be in flight"
+
+# 4. Bad input: OpenAI-style errors.
+expect_status 400 "$(post /v1/completions '{"prompt": "x",')" "malformed JSON"
+body_has '.error.type == "BadRequestError" and .error.code == 400' "malformed JSON error body"
+expect_status 400 "$(post /v1/completions '{"model":"m"}')" "missing prompt"
+body_has '.error.param == "prompt"' "missing prompt: param"
+expect_status 400 "$(post /v1/chat/completions '{"messages":"x"}')" "bad messages"
+expect_status 400 "$(post /v1/completions '[1]')" "not an object"
+head -c 9000000 /dev/zero | tr '\0' 'a' >"$work/big.txt"
+status=$(curl -s -o "$work/body" -w '%{http_code}' -H 'Content-Type: application/json' \
+  --data-binary @"$work/big.txt" "http://$PROXY/v1/completions")
+expect_status 413 "$status" "oversized body"
+body_has '.error.code == 413' "413 error body"
+expect_status 405 "$(get /v1/completions)" "GET on a POST route"
+expect_status 404 "$(get /v2/nothing)" "unknown route"
+expect_status 431 "$(get /health -H "X-Big: $(head -c 20000 /dev/zero | tr '\0' 'b')")" "oversized head"
+
+# 5. Access log: one line per generation request, each with exactly one outcome and timestamps.
+lines=$(wc -l <"$work/proxy.access.jsonl")
+[ "$lines" -eq 6 ] || fail "access log has $lines lines, want 6"
+jq -e -s 'map(.outcome) == ["success","success","client_error","client_error","client_error","client_error"]' \
+  "$work/proxy.access.jsonl" >/dev/null || fail "outcomes wrong: $(jq -c .outcome "$work/proxy.access.jsonl")"
+jq -e -s '.[0] | .request_id == "rid-1" and .stages_ms.received == 0 and (.stages_ms | has("prefilling"))
+  and (.stages_ms | has("decoding")) and (.stages_ms | has("done")) and .prefill_node != "" and .ttft_ms > 0' \
+  "$work/proxy.access.jsonl" >/dev/null || fail "access log line incomplete: $(head -1 "$work/proxy.access.jsonl")"
+stop_pid "$PID_proxy"
+
+# 6. API keys and the admin token.
+start_proxy secured --prefill-endpoints "127.0.0.1:$PORT_prefill" --decode-endpoints "127.0.0.1:$PORT_decode" \
+  --api-keys key1,key2 --admin-token sesame
+expect_status 401 "$(post /v1/completions '{"prompt":"x"}')" "no API key"
+body_has '.error.code == 401' "401 body"
+expect_status 401 "$(post /v1/completions '{"prompt":"x"}' -H 'Authorization: Bearer nope')" "wrong API key"
+expect_status 200 "$(post /v1/completions '{"prompt":"x"}' -H 'Authorization: Bearer key2')" "good API key"
+expect_status 401 "$(get /admin/nodes)" "admin without token"
+expect_status 401 "$(get /admin/nodes -H 'Authorization: Bearer key1')" "admin with a client key"
+expect_status 200 "$(get /admin/nodes -H 'Authorization: Bearer sesame')" "admin with its token"
+if grep -q "sesame\|key2" "$work/secured.log" "$work/secured.access.jsonl"; then fail "secrets in logs"; fi
+
+echo "PASS"

@@ -1,0 +1,255 @@
+#include "omni/proxy/scheduler.hpp"
+
+#include <gtest/gtest.h>
+
+namespace omni::proxy {
+namespace {
+
+class ProxySchedulerTest : public ::testing::Test {
+ protected:
+  void make(SchedulerOptions options = {}, std::string policy = "least-outstanding") {
+    auto made = make_policy(policy);
+    ASSERT_TRUE(made.ok());
+    scheduler = std::make_unique<Scheduler>(clock, options, std::move(*made));
+    scheduler->set_nodes({{"p0", Role::kPrefill, "g1"},
+                          {"p1", Role::kPrefill, "g2"},
+                          {"d0", Role::kDecode, "g1"},
+                          {"d1", Role::kDecode, "g2"}});
+  }
+  static Ticket ticket(std::uint64_t id, Role role, std::uint64_t prompt, std::string group = "") {
+    Ticket t;
+    t.id = id;
+    t.role = role;
+    t.prompt_tokens = prompt;
+    t.max_tokens = 10;
+    t.group = std::move(group);
+    return t;
+  }
+  std::uint32_t id_of(const std::string& name) {
+    for (const auto& n : scheduler->nodes()) {
+      if (n.spec.name == name) return n.id;
+    }
+    ADD_FAILURE() << "no node " << name;
+    return 0;
+  }
+  // Submits and schedules one ticket; returns the chosen node's name or the error code name.
+  std::string place(Ticket t) {
+    EXPECT_TRUE(scheduler->submit(std::move(t)).ok());
+    auto decisions = scheduler->schedule();
+    if (decisions.empty()) return "waiting";
+    EXPECT_EQ(decisions.size(), 1u);
+    if (!decisions[0].lease) return std::string(error_code_name(decisions[0].lease.error().code));
+    last = *decisions[0].lease;
+    for (const auto& n : scheduler->nodes()) {
+      if (n.id == last.node) return n.spec.name;
+    }
+    return "?";
+  }
+
+  ManualClock clock;
+  std::unique_ptr<Scheduler> scheduler;
+  Lease last;
+};
+
+TEST_F(ProxySchedulerTest, PicksLeastOutstandingTokensCountedAtDispatch) {
+  make();
+  EXPECT_EQ(place(ticket(1, Role::kPrefill, 100)), "p0");  // tie: lowest id
+  EXPECT_EQ(place(ticket(2, Role::kPrefill, 50)), "p1");   // p0 holds 100 now
+  EXPECT_EQ(place(ticket(3, Role::kPrefill, 10)), "p1");   // 50 < 100
+  const Lease third = last;
+  scheduler->release(third, Outcome::kSuccess);
+  EXPECT_EQ(place(ticket(4, Role::kPrefill, 10)), "p1");  // 50 < 100 still
+  const auto nodes = scheduler->nodes();
+  EXPECT_EQ(nodes[0].load.outstanding_tokens, 100u);
+  EXPECT_EQ(nodes[1].load.outstanding_tokens, 60u);
+  EXPECT_EQ(nodes[1].load.running, 2u);
+}
+
+TEST_F(ProxySchedulerTest, DecodeLoadIncludesOutputAndStaysInTheGroup) {
+  make();
+  EXPECT_EQ(place(ticket(1, Role::kDecode, 100, "g2")), "d1");
+  EXPECT_EQ(last.tokens, 110u);
+  EXPECT_EQ(place(ticket(2, Role::kDecode, 100, "g2")), "d1");  // d0 is idle but in g1
+  EXPECT_EQ(place(ticket(3, Role::kDecode, 100)), "d0");
+}
+
+TEST_F(ProxySchedulerTest, WaitsWhenEveryNodeIsOverItsThresholdsThenAgesFairly) {
+  SchedulerOptions options;
+  options.node_limits = {1000, 1};
+  make(options);
+  EXPECT_EQ(place(ticket(1, Role::kPrefill, 10)), "p0");
+  const Lease a = last;
+  EXPECT_EQ(place(ticket(2, Role::kPrefill, 10)), "p1");
+  EXPECT_EQ(place(ticket(3, Role::kPrefill, 5000)), "waiting");  // long, queued first
+  clock.advance(std::chrono::seconds(2));                        // aged by 2 s = 8192 tokens
+  EXPECT_TRUE(scheduler->submit(ticket(4, Role::kPrefill, 10)).ok());
+  EXPECT_EQ(scheduler->waiting(), 2u);
+  scheduler->release(a, Outcome::kSuccess);
+  auto decisions = scheduler->schedule();
+  ASSERT_EQ(decisions.size(), 1u);
+  EXPECT_EQ(decisions[0].ticket, 3u);  // aging beat shortness: 5000 - 8192 < 10
+  EXPECT_EQ(scheduler->waiting(), 1u);
+}
+
+TEST_F(ProxySchedulerTest, ShorterFirstWithoutAging) {
+  SchedulerOptions options;
+  options.node_limits = {1000, 1};
+  make(options);
+  place(ticket(1, Role::kPrefill, 10));
+  const Lease a = last;
+  place(ticket(2, Role::kPrefill, 10));
+  EXPECT_EQ(place(ticket(3, Role::kPrefill, 5000)), "waiting");
+  EXPECT_TRUE(scheduler->submit(ticket(4, Role::kPrefill, 10)).ok());
+  scheduler->release(a, Outcome::kSuccess);
+  auto decisions = scheduler->schedule();
+  ASSERT_EQ(decisions.size(), 1u);
+  EXPECT_EQ(decisions[0].ticket, 4u);
+}
+
+TEST_F(ProxySchedulerTest, FullQueueIsResourceExhaustedAndOldTicketsTimeOut) {
+  SchedulerOptions options;
+  options.node_limits = {1000, 1};
+  options.queue_capacity = 1;
+  options.queue_timeout = std::chrono::seconds(3);
+  make(options);
+  place(ticket(1, Role::kPrefill, 10));
+  place(ticket(2, Role::kPrefill, 10));
+  EXPECT_EQ(place(ticket(3, Role::kPrefill, 10)), "waiting");
+  const Status full = scheduler->submit(ticket(4, Role::kPrefill, 10));
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.error().code, ErrorCode::kResourceExhausted);
+  clock.advance(std::chrono::seconds(3));
+  auto decisions = scheduler->schedule();
+  ASSERT_EQ(decisions.size(), 1u);
+  ASSERT_FALSE(decisions[0].lease.ok());
+  EXPECT_EQ(decisions[0].lease.error().code, ErrorCode::kTimeout);
+  EXPECT_EQ(scheduler->waiting(), 0u);
+}
+
+TEST_F(ProxySchedulerTest, TriedNodesAreSkippedAndExhaustionFailsAtOnce) {
+  make();
+  Ticket t = ticket(1, Role::kPrefill, 10);
+  t.tried = {id_of("p0")};
+  EXPECT_EQ(place(t), "p1");
+  Ticket u = ticket(2, Role::kPrefill, 10);
+  u.tried = {id_of("p0"), id_of("p1")};
+  EXPECT_EQ(place(u), "unavailable");
+}
+
+TEST_F(ProxySchedulerTest, ConsecutiveFailuresOpenTheCircuitThenATrialDecides) {
+  SchedulerOptions options;
+  options.failures_to_eject = 2;
+  options.ejection_time = std::chrono::seconds(5);
+  make(options);
+  Ticket t = ticket(1, Role::kPrefill, 10);
+  t.tried = {id_of("p1")};
+  for (std::uint64_t i = 0; i < 2; ++i) {
+    Ticket again = t;
+    again.id = 10 + i;
+    EXPECT_EQ(place(again), "p0");
+    scheduler->release(last, Outcome::kFailure);
+  }
+  EXPECT_EQ(scheduler->nodes()[0].health, NodeHealth::kEjected);
+  EXPECT_EQ(place(ticket(20, Role::kPrefill, 10)), "p1");  // p0 is out
+  scheduler->release(last, Outcome::kSuccess);
+  clock.advance(std::chrono::seconds(5));
+  EXPECT_EQ(place(ticket(21, Role::kPrefill, 10)), "p0");  // half-open: one trial
+  const Lease trial = last;
+  EXPECT_EQ(scheduler->nodes()[0].health, NodeHealth::kTrial);
+  EXPECT_EQ(place(ticket(22, Role::kPrefill, 10)), "p1");  // no second request during the trial
+  scheduler->release(trial, Outcome::kFailure);           // trial failed: ejected for 10 s
+  EXPECT_EQ(scheduler->nodes()[0].health, NodeHealth::kEjected);
+  clock.advance(std::chrono::seconds(9));
+  scheduler->schedule();
+  EXPECT_EQ(scheduler->nodes()[0].health, NodeHealth::kEjected);
+  clock.advance(std::chrono::seconds(1));
+  EXPECT_EQ(place(ticket(23, Role::kPrefill, 0)), "p0");
+  scheduler->release(last, Outcome::kSuccess);
+  EXPECT_EQ(scheduler->nodes()[0].health, NodeHealth::kUp);
+}
+
+TEST_F(ProxySchedulerTest, NeutralOutcomesDoNotCountAgainstANode) {
+  SchedulerOptions options;
+  options.failures_to_eject = 1;
+  make(options);
+  place(ticket(1, Role::kPrefill, 10));
+  scheduler->release(last, Outcome::kNeutral);
+  EXPECT_EQ(scheduler->nodes()[0].health, NodeHealth::kUp);
+  EXPECT_EQ(scheduler->nodes()[0].failures, 0u);
+}
+
+TEST_F(ProxySchedulerTest, ProbesTakeNodesDownAndBringThemBack) {
+  make();
+  scheduler->report_probe(id_of("d0"), false);
+  scheduler->report_probe(id_of("d1"), false);
+  EXPECT_FALSE(scheduler->usable(Role::kDecode));
+  EXPECT_EQ(place(ticket(1, Role::kDecode, 10)), "waiting");
+  scheduler->report_probe(id_of("d1"), true);
+  EXPECT_TRUE(scheduler->usable(Role::kDecode));
+  auto decisions = scheduler->schedule();
+  ASSERT_EQ(decisions.size(), 1u);
+  EXPECT_EQ(decisions[0].lease->node, id_of("d1"));
+}
+
+TEST_F(ProxySchedulerTest, DrainingNodesFinishButTakeNothingNew) {
+  make();
+  EXPECT_EQ(place(ticket(1, Role::kPrefill, 10)), "p0");
+  const Lease running = last;
+  ASSERT_TRUE(scheduler->set_draining("p1", true).ok());
+  EXPECT_EQ(place(ticket(2, Role::kPrefill, 10)), "p0");
+  EXPECT_FALSE(scheduler->set_draining("nope", true).ok());
+  scheduler->release(running, Outcome::kSuccess);
+  EXPECT_EQ(scheduler->nodes()[0].load.running, 1u);
+}
+
+TEST_F(ProxySchedulerTest, ReloadKeepsKnownNodesAndForgetsRemovedOnesOnceIdle) {
+  make();
+  EXPECT_EQ(place(ticket(1, Role::kPrefill, 10)), "p0");
+  const Lease running = last;
+  const std::uint32_t p0 = id_of("p0");
+  scheduler->set_nodes({{"p0", Role::kPrefill, ""}, {"p2", Role::kPrefill, ""}, {"d0", Role::kDecode, ""}});
+  EXPECT_EQ(id_of("p0"), p0);  // same id, same load
+  EXPECT_EQ(scheduler->nodes()[0].load.running, 1u);
+  EXPECT_EQ(place(ticket(2, Role::kPrefill, 10)), "p2");
+  scheduler->set_nodes({{"p2", Role::kPrefill, ""}, {"d0", Role::kDecode, ""}});
+  bool p0_kept = false;
+  for (const auto& n : scheduler->nodes()) p0_kept = p0_kept || (n.spec.name == "p0" && n.removed);
+  EXPECT_TRUE(p0_kept);  // still running a request
+  scheduler->release(running, Outcome::kSuccess);
+  for (const auto& n : scheduler->nodes()) EXPECT_NE(n.spec.name, "p0");
+}
+
+TEST_F(ProxySchedulerTest, CancelRemovesAWaitingTicket) {
+  SchedulerOptions options;
+  options.node_limits = {1, 1};
+  make(options);
+  place(ticket(1, Role::kPrefill, 10));
+  place(ticket(2, Role::kPrefill, 10));
+  EXPECT_EQ(place(ticket(3, Role::kPrefill, 10)), "waiting");
+  EXPECT_TRUE(scheduler->cancel(3));
+  EXPECT_FALSE(scheduler->cancel(3));
+  EXPECT_EQ(scheduler->waiting(), 0u);
+}
+
+TEST(ProxyRoundRobin, TakesCandidatesInTurn) {
+  ManualClock clock;
+  auto policy = make_policy("round-robin");
+  ASSERT_TRUE(policy.ok());
+  Scheduler scheduler(clock, {}, std::move(*policy));
+  scheduler.set_nodes({{"a", Role::kDecode, ""}, {"b", Role::kDecode, ""}, {"c", Role::kDecode, ""}});
+  std::vector<std::uint32_t> chosen;
+  for (std::uint64_t i = 1; i <= 4; ++i) {
+    Ticket t;
+    t.id = i;
+    t.role = Role::kDecode;
+    ASSERT_TRUE(scheduler.submit(t).ok());
+    auto d = scheduler.schedule();
+    ASSERT_EQ(d.size(), 1u);
+    chosen.push_back(d[0].lease->node);
+  }
+  EXPECT_EQ(chosen, (std::vector<std::uint32_t>{0, 1, 2, 0}));
+  EXPECT_FALSE(make_policy("nope").ok());
+}
+
+}  // namespace
+}  // namespace omni::proxy
