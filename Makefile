@@ -28,7 +28,7 @@ test: build
 	@ctest --preset $(PRESET) -j $(JOBS)
 
 run: build
-	@$(BUILD)/bin/omni-demo
+	@BUILD=$(BUILD) scripts/demo.sh
 
 bench: deps
 	@cmake --preset bench --log-level=WARNING

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The `make run` demo must serve every request of its workload through the gateway, write its
+# results, and leave no process behind.
+set -euo pipefail
+demo=$1
+build=$2
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+BUILD=$build REQUESTS=24 RATE=12 OUT=$out bash "$demo" > "$out/stdout" 2>&1 || {
+  cat "$out/stdout"; exit 1; }
+grep -q "Successful requests: *24" "$out/stdout" || { cat "$out/stdout"; echo "FAIL: not all served"; exit 1; }
+grep -q "Failed requests: *0" "$out/stdout" || { cat "$out/stdout"; echo "FAIL: failures"; exit 1; }
+python3 -c "import json,sys;r=json.load(open(sys.argv[1]));assert r['completed']==24 and r['failed']==0, r" \
+  "$out/results.json"
+[ "$(wc -l < "$out/requests.jsonl")" -eq 24 ] || { echo "FAIL: per-request lines"; exit 1; }
+# Every request went through the proxy's lifecycle: one access-log outcome each.
+outcomes=$(grep -c '"outcome":"success"' "$out/access.jsonl" || true)
+[ "$outcomes" -eq 24 ] || { echo "FAIL: $outcomes successful outcomes in the access log"; exit 1; }
+# Nothing left running from this demo.
+if pgrep -f "$out" > /dev/null 2>&1; then echo "FAIL: processes left behind"; exit 1; fi
+echo "make run demo: OK"
