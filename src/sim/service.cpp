@@ -5,14 +5,13 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <random>
 
 #include "omni/config/http_server_config.hpp"
 #include "omni/log/log.hpp"
 #include "sim/response.hpp"
-#ifdef OMNI_SIM_HAVE_TOKENIZER
 #include "sim/tokenizer_codec.hpp"
-#endif
 
 namespace omni::sim {
 namespace json = boost::json;
@@ -25,15 +24,20 @@ std::string hex64(std::uint64_t v) {
   return out;
 }
 
+// The tokenizer, as vLLM finds it: --tokenizer when given, else the model's own tokenizer.json
+// when --model is a local model directory; the built-in codec only when neither exists (a
+// model name such as deepseek-ai/DeepSeek-V3 with no files on this machine).
 Result<std::unique_ptr<TextCodec>> make_codec(const SimConfig& cfg) {
-  if (!cfg.tokenizer) return make_builtin_codec();
-#ifdef OMNI_SIM_HAVE_TOKENIZER
-  auto codec = load_tokenizer_codec(*cfg.tokenizer);
+  std::optional<std::string> path = cfg.tokenizer;
+  if (!path) {
+    std::error_code ec;
+    const std::filesystem::path model(cfg.model);
+    if (std::filesystem::is_regular_file(model / "tokenizer.json", ec)) path = model.string();
+  }
+  if (!path) return make_builtin_codec();
+  auto codec = load_tokenizer_codec(*path);
   if (!codec) return make_error(ErrorCode::kInvalidArgument, "tokenizer: " + codec.error().message);
   return codec;
-#else
-  return make_error(ErrorCode::kUnsupported, "tokenizer: omni-sim was built without omni_tokenizer");
-#endif
 }
 
 std::uint64_t random_u64() {

@@ -231,6 +231,11 @@ if [ -f "$tok_json" ]; then
   expect_eq "$(jq -r .prompt "$work/body")" "Hello, world" "real tokenizer round trip"
   post "$port" /v1/completions '{"prompt":"Hello, world","max_tokens":4}'
   expect_eq "$(jq -r .usage.completion_tokens "$work/body")" 4 "completion with --tokenizer"
+  # Without --tokenizer, a --model that is a local model directory brings its own tokenizer.
+  start tokdir --host 127.0.0.1 --port 0 --model "$(dirname "$tok_json")" --model-profile deepseek-v3 \
+    --served-model-name sim-model --num-gpu-blocks-override 4000 --max-model-len 2048 --speed 200
+  post "$port" /tokenize '{"prompt":"Hello, world"}'
+  expect_eq "$(jq -c .tokens "$work/body")" "$tokens" "the model directory's tokenizer by default"
 else
   echo "skip: no tokenizer.json at $tok_json (set OMNI_SIM_TEST_TOKENIZER)"
 fi
