@@ -58,7 +58,7 @@ void add_flags(CLI::App& cli, Options& o) {
                  "Router policy, or several separated by commas (each is run on the same "
                  "workload): round-robin, random, least-requests (least-load), least-tokens")
       ->capture_default_str();
-  cli.add_option("--time-scale", o.time_scale, "Divide trace arrival times by this")
+  cli.add_option("--time-scale", o.time_scale, "Multiply arrival times by this (0.5 = twice as fast), as omni-bench")
       ->capture_default_str();
   cli.add_option("--max-requests", o.max_requests, "Stop after this many requests (0: all)");
   cli.add_option("--slo", o.slo, "Goodput SLOs, e.g. ttft=2s,tpot=80ms");

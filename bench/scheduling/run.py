@@ -27,7 +27,7 @@ def run_cell(binary, trace, fmt, prefill, decode, level, nominal_per_prefill, ex
     cmd = [binary, "--trace", trace, "--trace-format", fmt,
            "--prefill-instances", str(prefill), "--decode-instances", str(decode),
            "--tensor-parallel-size", "1", "--data-parallel-size", "8",
-           "--policy", ",".join(POLICIES), "--slo", SLO, "--time-scale", f"{scale:g}",
+           "--policy", ",".join(POLICIES), "--slo", SLO, "--time-scale", f"{1 / scale:.6g}",
            "--sample-interval", "1000000", "--out", "/dev/stdout"] + extra
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     text = out[out.index("[{"):] if "[{" in out else out

@@ -213,7 +213,7 @@ class Simulation final : public ClusterView {
     if (!request) return;
     ++pulled_;
     const double scale = config_.time_scale > 0 ? config_.time_scale : 1.0;
-    const double at = std::max(now_, request->arrival_s / scale);
+    const double at = std::max(now_, request->arrival_s * scale);
     if (pulled_ == 1) first_arrival_ = at;
     next_request_ = std::move(*request);
     push(at, EventKind::kArrival, next_request_.id);

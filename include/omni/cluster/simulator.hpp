@@ -44,7 +44,7 @@ struct ClusterConfig {
   PdPattern pattern = PdPattern::kSequential;
   double network_latency_s = 0.0002;  // one hop, gateway <-> instance
   double kv_link_gbps = 400.0;        // per transfer, as CostModel::kv_transfer_seconds takes it
-  double time_scale = 1.0;            // arrival times are divided by this (2 = twice the rate)
+  double time_scale = 1.0;            // arrival times are multiplied by this (0.5 = twice the rate)
   std::uint64_t max_requests = 0;     // 0: the whole source
   std::uint32_t timeline_instances = 4;  // instances per pool whose queue/KV are sampled
   double sample_interval_s = 1.0;
