@@ -1,5 +1,6 @@
 // A small open-addressing hash map from 64-bit keys to 32-bit values: linear probing over a
-// power-of-two table, deletion by backward shift (no tombstones). The prefix index does tens of
+// power-of-two table kept at most half full (short probe runs), 16-byte slots, deletion by
+// backward shift (no tombstones). Values must be below 0xffffffff (the empty marker). The prefix index does tens of
 // millions of lookups a second; std::unordered_map's node per entry costs too much there.
 #pragma once
 
@@ -16,18 +17,18 @@ class FlatMap64 {
   std::optional<std::uint32_t> find(std::uint64_t key) const {
     for (std::size_t i = home(key);; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
-      if (!s.used) return std::nullopt;
+      if (s.value == kEmpty) return std::nullopt;
       if (s.key == key) return s.value;
     }
   }
 
   // Inserts or overwrites.
   void put(std::uint64_t key, std::uint32_t value) {
-    if ((size_ + 1) * 4 > slots_.size() * 3) rehash(slots_.size() * 2);
+    if ((size_ + 1) * 2 > slots_.size()) rehash(slots_.size() * 2);
     for (std::size_t i = home(key);; i = (i + 1) & mask_) {
       Slot& s = slots_[i];
-      if (!s.used) {
-        s = Slot{key, value, true};
+      if (s.value == kEmpty) {
+        s = Slot{key, value};
         ++size_;
         return;
       }
@@ -41,13 +42,13 @@ class FlatMap64 {
   bool erase(std::uint64_t key) {
     std::size_t i = home(key);
     for (;; i = (i + 1) & mask_) {
-      if (!slots_[i].used) return false;
+      if (slots_[i].value == kEmpty) return false;
       if (slots_[i].key == key) break;
     }
     // Backward-shift: move later members of the probe run into the hole when their home
     // position allows it, so that lookups never need tombstones.
     std::size_t hole = i;
-    for (std::size_t j = (hole + 1) & mask_; slots_[j].used; j = (j + 1) & mask_) {
+    for (std::size_t j = (hole + 1) & mask_; slots_[j].value != kEmpty; j = (j + 1) & mask_) {
       const std::size_t h = home(slots_[j].key);
       const bool movable = hole <= j ? (h <= hole || h > j) : (h <= hole && h > j);
       if (movable) {
@@ -55,7 +56,7 @@ class FlatMap64 {
         hole = j;
       }
     }
-    slots_[hole].used = false;
+    slots_[hole].value = kEmpty;
     --size_;
     return true;
   }
@@ -64,10 +65,10 @@ class FlatMap64 {
   std::size_t capacity() const { return slots_.size(); }
 
  private:
+  static constexpr std::uint32_t kEmpty = 0xffffffffu;
   struct Slot {
     std::uint64_t key = 0;
-    std::uint32_t value = 0;
-    bool used = false;
+    std::uint32_t value = kEmpty;
   };
 
   std::size_t home(std::uint64_t key) const {
@@ -83,7 +84,7 @@ class FlatMap64 {
     mask_ = capacity - 1;
     size_ = 0;
     for (const Slot& s : old) {
-      if (s.used) put(s.key, s.value);
+      if (s.value != kEmpty) put(s.key, s.value);
     }
   }
 

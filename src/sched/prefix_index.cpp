@@ -27,10 +27,50 @@ struct Holder {
   double expires = 0.0;  // 0: exact (from an event); else the end of a predicted entry's life
 };
 
+// Most blocks are held by one or two instances: keep those in the block itself (one cache line
+// fewer per lookup step) and spill the rest to the heap.
+class Holders {
+ public:
+  Holder* begin() { return size_ <= kInline ? inline_ : spill_.data(); }
+  Holder* end() { return begin() + size_; }
+  const Holder* begin() const { return size_ <= kInline ? inline_ : spill_.data(); }
+  const Holder* end() const { return begin() + size_; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  Holder& back() { return begin()[size_ - 1]; }
+  void clear() {
+    size_ = 0;
+    spill_.clear();
+  }
+  void push_back(const Holder& h) {
+    if (size_ < kInline) {
+      inline_[size_++] = h;
+      return;
+    }
+    if (size_ == kInline) spill_.assign(inline_, inline_ + kInline);
+    spill_.push_back(h);
+    ++size_;
+  }
+  void pop_back() {
+    if (size_ > kInline) {
+      spill_.pop_back();
+      if (--size_ == kInline) std::copy(spill_.begin(), spill_.end(), inline_);
+      return;
+    }
+    --size_;
+  }
+
+ private:
+  static constexpr std::size_t kInline = 2;
+  Holder inline_[kInline];
+  std::vector<Holder> spill_;
+  std::size_t size_ = 0;
+};
+
 struct Block {
   std::uint64_t hash = 0;
   std::uint32_t lru_prev = kNil, lru_next = kNil;  // least recently stored first
-  std::vector<Holder> holders;
+  Holders holders;
 };
 
 }  // namespace
@@ -105,7 +145,7 @@ struct PrefixIndex::Impl {
   // Adds or refreshes `instance` on a block. Exact entries are never downgraded to predicted.
   void hold(std::uint32_t id, InstanceId instance, double expires) {
     const std::uint32_t gen = generation(instance);
-    std::vector<Holder>& holders = blocks[id].holders;
+    Holders& holders = blocks[id].holders;
     for (Holder& h : holders) {
       if (h.instance != instance) continue;
       const bool was_exact = h.generation == gen && h.expires == 0.0;
@@ -157,7 +197,7 @@ void PrefixIndex::removed(InstanceId instance, std::span<const std::uint64_t> ha
   for (const std::uint64_t hash : hashes) {
     const auto id = impl_->where.find(hash);
     if (!id) continue;
-    std::vector<Holder>& holders = impl_->blocks[*id].holders;
+    Holders& holders = impl_->blocks[*id].holders;
     const auto it = std::find_if(holders.begin(), holders.end(),
                                  [&](const Holder& h) { return h.instance == instance; });
     if (it == holders.end()) continue;
@@ -199,7 +239,7 @@ std::vector<PrefixMatch> PrefixIndex::match(std::span<const std::uint64_t> hashe
   for (std::size_t i = 0; i < hashes.size(); ++i) {
     const auto id = impl_->where.find(hashes[i]);
     if (!id) break;
-    const std::vector<Holder>& holders = impl_->blocks[*id].holders;
+    const Holders& holders = impl_->blocks[*id].holders;
     if (i == 0) {
       for (const Holder& h : holders) {
         if (impl_->valid(h, now)) running.push_back(PrefixMatch{h.instance, 1});
