@@ -5,25 +5,10 @@
 #include <string>
 
 #include "omni/benchstat/summary.hpp"
+#include "omni/common/json_text.hpp"
 
 namespace omni::benchstat {
 namespace {
-
-void append_escaped(std::string& out, std::string_view text) {
-  out.push_back('"');
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (u < 0x20) {
-      out += fmt::format("\\u{:04x}", u);
-    } else {
-      out.push_back(c);
-    }
-  }
-  out.push_back('"');
-}
 
 // Shortest round-trip decimal; JSON has no NaN or infinity, so those become null.
 std::string number(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "null"; }
@@ -41,7 +26,7 @@ std::string count_map(const std::map<std::string, std::uint64_t>& counts) {
   std::string out = "{";
   for (const auto& [key, n] : counts) {
     if (out.size() > 1) out.push_back(',');
-    append_escaped(out, key);
+    json::append_string(out, key);
     out += fmt::format(":{}", n);
   }
   return out + "}";
@@ -81,10 +66,10 @@ std::string record_json_line(const RequestRecord& r) {
   if (r.ok) {
     out += "null";
   } else {
-    append_escaped(out, error_kind_name(r.error));
+    json::append_string(out, error_kind_name(r.error));
   }
   out += ",\"error_message\":";
-  append_escaped(out, r.error_message);
+  json::append_string(out, r.error_message);
   out += fmt::format(R"(,"http_status":{},"input_tokens":{},"output_tokens":{},"cached_tokens":{})",
                      r.http_status, r.input_tokens, r.output_tokens,
                      r.cached_tokens ? std::to_string(*r.cached_tokens) : "null");

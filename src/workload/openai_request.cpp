@@ -1,29 +1,13 @@
 // Request bodies for /v1/completions and /v1/chat/completions (omni/workload/openai_request.hpp).
 #include "omni/workload/openai_request.hpp"
+#include "omni/common/json_text.hpp"
 
 #include <algorithm>
 #include <charconv>
 #include <fmt/format.h>
 
-
 namespace omni::workload {
 namespace {
-
-void append_json_string(std::string& out, std::string_view text) {
-  out.push_back('"');
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (u < 0x20) {
-      out += fmt::format("\\u{:04x}", u);
-    } else {
-      out.push_back(c);
-    }
-  }
-  out.push_back('"');
-}
 
 void append_token_array(std::string& out, const std::vector<std::uint32_t>& tokens) {
   out.push_back('[');
@@ -54,7 +38,7 @@ std::string request_body(const RequestSpec& spec, const BodyOptions& options) {
   out.push_back('{');
   if (!options.model.empty()) {
     out += "\"model\":";
-    append_json_string(out, options.model);
+    json::append_string(out, options.model);
     out.push_back(',');
   }
   if (options.api == Api::kCompletions) {

@@ -10,7 +10,7 @@
 #include <ostream>
 #include <system_error>
 
-#include "json_text.hpp"
+#include "omni/common/json_text.hpp"
 
 namespace omni::log {
 namespace {

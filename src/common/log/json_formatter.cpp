@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-#include "json_text.hpp"
+#include "omni/common/json_text.hpp"
 
 namespace omni::log {
 namespace {

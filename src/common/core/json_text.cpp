@@ -1,9 +1,9 @@
-#include "json_text.hpp"
+#include "omni/common/json_text.hpp"
 
 #include <array>
 #include <cstdint>
 
-namespace omni::log::json {
+namespace omni::json {
 namespace {
 
 bool is_continuation(unsigned char byte, unsigned char low = 0x80, unsigned char high = 0xBF) {
@@ -114,4 +114,4 @@ void append_timestamp(std::string& out, std::chrono::system_clock::time_point ti
   out += 'Z';
 }
 
-}  // namespace omni::log::json
+}  // namespace omni::json

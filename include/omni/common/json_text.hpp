@@ -1,11 +1,12 @@
-// JSON text pieces shared by the JSON log format and the access log (internal to omni_log).
+// JSON text pieces written by hand where building a document would cost too much: the JSON
+// log format, the access log, benchmark results, generated request bodies.
 #pragma once
 
 #include <chrono>
 #include <string>
 #include <string_view>
 
-namespace omni::log::json {
+namespace omni::json {
 
 // Appends `text` as a JSON string, quotes included. Escapes '"', '\\' and control bytes;
 // copies valid UTF-8 unchanged; replaces each invalid byte with \ufffd, so the output is
@@ -18,4 +19,4 @@ void append_timestamp(std::string& out, std::chrono::system_clock::time_point ti
 // The byte length of the valid UTF-8 sequence starting at text[pos], or 0 if invalid.
 std::size_t utf8_sequence_length(std::string_view text, std::size_t pos) noexcept;
 
-}  // namespace omni::log::json
+}  // namespace omni::json
