@@ -39,6 +39,8 @@ struct PlacementRequest {
   std::uint32_t prompt_tokens = 0;
   std::uint32_t max_output_tokens = 0;
   std::uint32_t block_size = 16;
+  // Which queue the request waits in, for queue_score (decode queues may order differently).
+  Stage stage = Stage::kPrefill;
   // Decode stage in PD: where the prefill ran (its group bounds the choice) and how long moving
   // the KV to each decode candidate would take is the caller's business.
   std::optional<InstanceId> prefill_instance;
