@@ -19,8 +19,6 @@ std::uint64_t event_hash_key(const kvcache::EventHash& hash) {
 
 namespace {
 
-constexpr std::uint32_t kNil = 0xffffffffu;
-
 struct Holder {
   InstanceId instance = 0;
   std::uint32_t generation = 0;
@@ -28,49 +26,54 @@ struct Holder {
 };
 
 // Most blocks are held by one or two instances: keep those in the block itself (one cache line
-// fewer per lookup step) and spill the rest to the heap.
+// per lookup step) and spill the rest to the heap.
 class Holders {
  public:
-  Holder* begin() { return size_ <= kInline ? inline_ : spill_.data(); }
+  Holder* begin() { return size_ <= kInline ? inline_ : spill_->data(); }
   Holder* end() { return begin() + size_; }
-  const Holder* begin() const { return size_ <= kInline ? inline_ : spill_.data(); }
+  const Holder* begin() const { return size_ <= kInline ? inline_ : spill_->data(); }
   const Holder* end() const { return begin() + size_; }
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   Holder& back() { return begin()[size_ - 1]; }
   void clear() {
     size_ = 0;
-    spill_.clear();
+    spill_.reset();
   }
   void push_back(const Holder& h) {
     if (size_ < kInline) {
       inline_[size_++] = h;
       return;
     }
-    if (size_ == kInline) spill_.assign(inline_, inline_ + kInline);
-    spill_.push_back(h);
+    if (size_ == kInline) spill_ = std::make_unique<std::vector<Holder>>(inline_, inline_ + kInline);
+    spill_->push_back(h);
     ++size_;
   }
   void pop_back() {
     if (size_ > kInline) {
-      spill_.pop_back();
-      if (--size_ == kInline) std::copy(spill_.begin(), spill_.end(), inline_);
+      spill_->pop_back();
+      if (--size_ == kInline) {
+        std::copy(spill_->begin(), spill_->end(), inline_);
+        spill_.reset();
+      }
       return;
     }
     --size_;
   }
 
  private:
-  static constexpr std::size_t kInline = 2;
+  static constexpr std::uint32_t kInline = 2;
   Holder inline_[kInline];
-  std::vector<Holder> spill_;
-  std::size_t size_ = 0;
+  std::unique_ptr<std::vector<Holder>> spill_;
+  std::uint32_t size_ = 0;
 };
 
-struct Block {
+// One cache line per block. `referenced` is CLOCK's second-chance bit (see enforce_bound).
+struct alignas(64) Block {
   std::uint64_t hash = 0;
-  std::uint32_t lru_prev = kNil, lru_next = kNil;  // least recently stored first
   Holders holders;
+  bool live = false;        // false: on the free list
+  bool referenced = false;  // touched since the clock hand last passed
 };
 
 }  // namespace
@@ -81,7 +84,7 @@ struct PrefixIndex::Impl {
   std::vector<Block> blocks;
   std::vector<std::uint32_t> free_blocks;
   std::vector<std::uint32_t> generations;  // per instance
-  std::uint32_t lru_head = kNil, lru_tail = kNil;
+  std::size_t clock_hand = 0;  // next block CLOCK considers for eviction
   std::size_t entries = 0;
   std::uint64_t events_applied = 0;
   std::uint64_t evicted = 0;
@@ -98,24 +101,9 @@ struct PrefixIndex::Impl {
     return h.generation == generation_of(h.instance) && (h.expires == 0.0 || h.expires > now);
   }
 
-  void lru_unlink(std::uint32_t id) {
-    Block& b = blocks[id];
-    if (b.lru_prev != kNil) blocks[b.lru_prev].lru_next = b.lru_next; else lru_head = b.lru_next;
-    if (b.lru_next != kNil) blocks[b.lru_next].lru_prev = b.lru_prev; else lru_tail = b.lru_prev;
-    b.lru_prev = b.lru_next = kNil;
-  }
-  void lru_push_back(std::uint32_t id) {
-    Block& b = blocks[id];
-    b.lru_prev = lru_tail;
-    b.lru_next = kNil;
-    if (lru_tail != kNil) blocks[lru_tail].lru_next = id; else lru_head = id;
-    lru_tail = id;
-  }
-
   std::uint32_t find_or_create(std::uint64_t hash) {
     if (auto id = where.find(hash)) {
-      lru_unlink(*id);
-      lru_push_back(*id);
+      blocks[*id].referenced = true;
       return *id;
     }
     std::uint32_t id;
@@ -126,10 +114,12 @@ struct PrefixIndex::Impl {
       id = static_cast<std::uint32_t>(blocks.size());
       blocks.emplace_back();
     }
-    blocks[id].hash = hash;
-    blocks[id].holders.clear();
+    Block& b = blocks[id];
+    b.hash = hash;
+    b.holders.clear();
+    b.live = true;
+    b.referenced = true;
     where.put(hash, id);
-    lru_push_back(id);
     return id;
   }
 
@@ -137,7 +127,7 @@ struct PrefixIndex::Impl {
     Block& b = blocks[id];
     entries -= b.holders.size();
     b.holders.clear();
-    lru_unlink(id);
+    b.live = false;
     where.erase(b.hash);
     free_blocks.push_back(id);
   }
@@ -164,10 +154,21 @@ struct PrefixIndex::Impl {
     ++entries;
   }
 
+  // CLOCK (second chance), an approximation of least-recently-used that costs one flag per
+  // touch instead of two linked-list updates (each a cache miss): the hand sweeps the blocks,
+  // clearing `referenced` bits, and drops the first block it finds not touched since its last
+  // pass.
   void enforce_bound() {
-    while (entries > options.max_entries && lru_head != kNil) {
-      ++evicted;
-      drop_block(lru_head);
+    while (entries > options.max_entries && !blocks.empty()) {
+      if (clock_hand >= blocks.size()) clock_hand = 0;
+      Block& b = blocks[clock_hand];
+      if (b.live && !b.referenced) {
+        ++evicted;
+        drop_block(static_cast<std::uint32_t>(clock_hand));
+      } else {
+        b.referenced = false;
+      }
+      ++clock_hand;
     }
   }
 };
@@ -179,23 +180,33 @@ PrefixIndex::~PrefixIndex() = default;
 PrefixIndex::PrefixIndex(PrefixIndex&&) noexcept = default;
 PrefixIndex& PrefixIndex::operator=(PrefixIndex&&) noexcept = default;
 
+namespace {
+// How many keys ahead batch operations prefetch their hash-table slots.
+constexpr std::size_t kPrefetchAhead = 8;
+}  // namespace
+
 void PrefixIndex::stored(InstanceId instance, std::span<const std::uint64_t> hashes, double) {
-  for (const std::uint64_t hash : hashes) impl_->hold(impl_->find_or_create(hash), instance, 0.0);
+  for (std::size_t i = 0; i < hashes.size(); ++i) {
+    if (i + kPrefetchAhead < hashes.size()) impl_->where.prefetch(hashes[i + kPrefetchAhead]);
+    impl_->hold(impl_->find_or_create(hashes[i]), instance, 0.0);
+  }
   impl_->enforce_bound();
 }
 
 void PrefixIndex::insert_predicted(InstanceId instance, std::span<const std::uint64_t> hashes,
                                    double now) {
   const double expires = now + std::max(impl_->options.predicted_ttl_s, 1e-9);
-  for (const std::uint64_t hash : hashes) {
-    impl_->hold(impl_->find_or_create(hash), instance, expires);
+  for (std::size_t i = 0; i < hashes.size(); ++i) {
+    if (i + kPrefetchAhead < hashes.size()) impl_->where.prefetch(hashes[i + kPrefetchAhead]);
+    impl_->hold(impl_->find_or_create(hashes[i]), instance, expires);
   }
   impl_->enforce_bound();
 }
 
 void PrefixIndex::removed(InstanceId instance, std::span<const std::uint64_t> hashes) {
-  for (const std::uint64_t hash : hashes) {
-    const auto id = impl_->where.find(hash);
+  for (std::size_t i = 0; i < hashes.size(); ++i) {
+    if (i + kPrefetchAhead < hashes.size()) impl_->where.prefetch(hashes[i + kPrefetchAhead]);
+    const auto id = impl_->where.find(hashes[i]);
     if (!id) continue;
     Holders& holders = impl_->blocks[*id].holders;
     const auto it = std::find_if(holders.begin(), holders.end(),
@@ -237,6 +248,7 @@ std::vector<PrefixMatch> PrefixIndex::match(std::span<const std::uint64_t> hashe
   std::vector<PrefixMatch> out;      // finished candidates
   std::vector<PrefixMatch> running;  // still matching at depth i
   for (std::size_t i = 0; i < hashes.size(); ++i) {
+    if (i + kPrefetchAhead < hashes.size()) impl_->where.prefetch(hashes[i + kPrefetchAhead]);
     const auto id = impl_->where.find(hashes[i]);
     if (!id) break;
     const Holders& holders = impl_->blocks[*id].holders;

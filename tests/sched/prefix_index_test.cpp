@@ -112,6 +112,21 @@ TEST(PrefixIndex, MemoryStaysUnderTheBoundDroppingTheLeastRecentlyStored) {
   EXPECT_GT(stats.memory_bytes, 0u);
 }
 
+// Eviction is CLOCK: a block touched since the hand last passed gets a second chance.
+TEST(PrefixIndex, ABlockTouchedAgainSurvivesTheNextEviction) {
+  PrefixIndexOptions options;
+  options.max_entries = 100;
+  PrefixIndex index(options);
+  for (std::uint64_t h = 0; h <= 100; ++h) index.stored(1, Hashes{h}, 0);  // evicts block 0
+  EXPECT_EQ(index.match_instance(1, Hashes{0}, 0), 0u);
+  index.stored(1, Hashes{1}, 0);    // touched again
+  index.stored(1, Hashes{101}, 0);  // over the bound: 1 is spared, 2 goes
+  EXPECT_EQ(index.match_instance(1, Hashes{1}, 0), 1u);
+  EXPECT_EQ(index.match_instance(1, Hashes{2}, 0), 0u);
+  EXPECT_EQ(index.match_instance(1, Hashes{3}, 0), 1u);
+  EXPECT_EQ(index.stats().evicted, 2u);
+}
+
 // The index against a plain reference model under a long random mix of operations.
 TEST(PrefixIndex, AgreesWithAReferenceModelUnderRandomOperations) {
   PrefixIndex index;

@@ -14,7 +14,8 @@
 // implies it had blocks 0..i-1 when it stored it; the lookup still walks from block 0 and stops
 // at the first gap, as the engine's own prefix match would.
 //
-// Memory is bounded: past max_entries, the least recently touched blocks are dropped first.
+// Memory is bounded: past max_entries, blocks not touched lately are dropped first (CLOCK, a
+// cheap approximation of least-recently-used).
 // Clearing or removing an instance is O(1) (a generation bump); its stale entries are reclaimed
 // lazily. Pure: time is passed in, no threads, no I/O.
 #pragma once
