@@ -9,6 +9,7 @@
 
 #include "omni/config/cli.hpp"
 #include "omni/log/log.hpp"
+#include "sim/chat_codec.hpp"
 #include "sim/service.hpp"
 #include "sim/sim_config.hpp"
 
@@ -56,6 +57,10 @@ int run(const omni::sim::SimConfig& cfg) {
   if (!(*service)->kv_events_endpoint().empty()) {
     logger->info("omni-sim kv events on {}", (*service)->kv_events_endpoint());
   }
+  logger->info("omni-sim chat prompts: {}",
+               omni::sim::has_model_chat_template(*(*service)->context().codec)
+                   ? "the model's chat template"
+                   : "the built-in role template (no chat_template)");
   logger->info("omni-sim listening on {}:{}", cfg.host, (*service)->port());
   io.run();
   (*service)->stop();

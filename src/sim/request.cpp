@@ -110,8 +110,43 @@ bool parse_prompt(Parser& p, const TextCodec& codec, std::vector<std::uint32_t>&
   return true;
 }
 
-bool parse_messages(Parser& p, const TextCodec& codec, std::vector<std::uint32_t>& tokens) {
-  const json::value* v = field(p.obj, "messages");
+// transformers' continue_final_message: cut the rendered text right after the final message's
+// content, so the model continues it instead of starting a new turn.
+std::optional<std::string> cut_after_final_message(std::string rendered,
+                                                   const json::array& messages) {
+  if (messages.empty() || !messages.back().is_object()) return std::nullopt;
+  const json::object& last = messages.back().get_object();
+  auto content = last.find("content");
+  std::string final_text;
+  if (content != last.end() && content->value().is_string()) {
+    final_text = content->value().get_string();
+  } else if (content != last.end() && content->value().is_array()) {
+    const json::array& parts = content->value().get_array();
+    for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
+      const json::object* part = it->if_object();
+      auto text = part ? part->find("text") : json::object::const_iterator{};
+      if (part && text != part->end() && text->value().is_string()) {
+        final_text = text->value().get_string();
+        break;
+      }
+    }
+  }
+  const auto space = [](char c) {
+    return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
+  };
+  std::string_view stripped = final_text;
+  while (!stripped.empty() && space(stripped.front())) stripped.remove_prefix(1);
+  std::string_view lstripped = stripped;
+  while (!stripped.empty() && space(stripped.back())) stripped.remove_suffix(1);
+  const std::size_t at = rendered.rfind(stripped);
+  if (at == std::string::npos) return std::nullopt;
+  // Keep the message's trailing spaces when the template kept them, as transformers does.
+  const bool kept = std::string_view(rendered).substr(at, lstripped.size()) == final_text;
+  rendered.resize(at + (kept ? lstripped.size() : stripped.size()));
+  return rendered;
+}
+
+bool validate_messages(Parser& p, const json::value* v) {
   if (!v) return p.fail(validation_error("Field required", "messages"));
   if (!v->is_array()) return p.wrong_type("messages", "list");
   for (const json::value& m : v->get_array()) {
@@ -125,8 +160,56 @@ bool parse_messages(Parser& p, const TextCodec& codec, std::vector<std::uint32_t
       return p.wrong_type("messages", "string or list of content parts");
     }
   }
-  tokens = codec.encode(render_chat(v->get_array()));
   return true;
+}
+
+bool chat_tokens(Parser& p, const TextCodec& codec, std::vector<std::uint32_t>& tokens) {
+  const json::value* messages = field(p.obj, "messages");
+  if (!validate_messages(p, messages)) return false;
+  bool generation_prompt = true, continue_final = false, special = false;
+  std::optional<std::string> chat_template;
+  if (!p.get_bool("add_generation_prompt", generation_prompt) ||
+      !p.get_bool("continue_final_message", continue_final) ||
+      !p.get_bool("add_special_tokens", special) || !p.get_string("chat_template", chat_template)) {
+    return false;
+  }
+  const bool explicit_generation_prompt = field(p.obj, "add_generation_prompt") != nullptr;
+  if (continue_final && generation_prompt) {
+    // vLLM's validator when both are set; transformers' refusal when the default is left on.
+    return explicit_generation_prompt
+               ? p.fail(validation_error("Cannot set both `continue_final_message` and "
+                                         "`add_generation_prompt` to True."))
+               : p.fail(
+                     bad_request("continue_final_message and add_generation_prompt are not "
+                                 "compatible. Use continue_final_message when you want the model "
+                                 "to continue the final message, and add_generation_prompt when "
+                                 "you want to add a header that will prompt it to start a new "
+                                 "assistant message instead."));
+  }
+  ChatRenderOptions options;
+  options.add_generation_prompt = generation_prompt;
+  if (chat_template) options.chat_template = *chat_template;
+  Result<std::string> rendered = codec.render_chat(p.obj, options);
+  if (!rendered) return p.fail(bad_request(rendered.error().message));
+  std::string text = std::move(*rendered);
+  if (continue_final) {
+    auto cut = cut_after_final_message(std::move(text), messages->get_array());
+    if (!cut) {
+      return p.fail(
+          bad_request("continue_final_message is set but the final message does not appear "
+                      "in the chat after applying the chat template! This can happen if "
+                      "the chat template deletes portions of the final message. Please "
+                      "verify the chat template and final message in your chat to ensure "
+                      "they are compatible."));
+    }
+    text = std::move(*cut);
+  }
+  tokens = special ? codec.encode_with_special_tokens(text) : codec.encode(text);
+  return true;
+}
+
+bool parse_messages(Parser& p, const TextCodec& codec, std::vector<std::uint32_t>& tokens) {
+  return chat_tokens(p, codec, tokens);
 }
 
 bool parse_stream_options(Parser& p, GenerationRequest& r) {
@@ -203,10 +286,12 @@ bool resolve_max_tokens(Parser& p, GenerationRequest& r, const ModelLimits& limi
                               "min_tokens"));
   }
   r.requested_max_tokens = requested;
-  // Completions default to 16 (vLLM's CompletionRequest); chat to the rest of the context.
+  // Completions default to 16 (vLLM's CompletionRequest) unless max_tokens is an explicit null;
+  // chat, and completions with null, to the rest of the context.
   const std::int64_t room = model_len - prompt_len;
-  const std::int64_t fallback = r.endpoint == Endpoint::kCompletions ? std::min<std::int64_t>(16, room)
-                                                                     : room;
+  const bool completion_default =
+      r.endpoint == Endpoint::kCompletions && !p.obj.contains("max_tokens");
+  const std::int64_t fallback = completion_default ? std::min<std::int64_t>(16, room) : room;
   r.max_tokens = static_cast<std::uint32_t>(requested.value_or(fallback));
   r.min_tokens = static_cast<std::uint32_t>(std::min<std::int64_t>(min_tokens.value_or(0),
                                                                    r.max_tokens));
@@ -253,7 +338,7 @@ bool parse_scalars(Parser& p, GenerationRequest& r) {
 
 }  // namespace
 
-std::string render_chat(const json::array& messages) {
+std::string render_chat(const json::array& messages, bool add_generation_prompt) {
   std::string out;
   for (const json::value& m : messages) {
     const json::object& msg = m.get_object();
@@ -273,8 +358,16 @@ std::string render_chat(const json::array& messages) {
     }
     out += "\n";
   }
-  out += "<|assistant|>\n";
+  if (add_generation_prompt) out += "<|assistant|>\n";
   return out;
+}
+
+std::variant<std::vector<std::uint32_t>, ApiError> chat_prompt_tokens(const json::object& request,
+                                                                      const TextCodec& codec) {
+  Parser p{request, std::nullopt};
+  std::vector<std::uint32_t> tokens;
+  if (!chat_tokens(p, codec, tokens)) return *p.error;
+  return tokens;
 }
 
 ParsedRequest parse_generation_request(std::string_view body, Endpoint endpoint,

@@ -57,7 +57,16 @@ using ParsedRequest = std::variant<GenerationRequest, ApiError>;
 ParsedRequest parse_generation_request(std::string_view body, Endpoint endpoint,
                                        const ModelLimits& limits, const TextCodec& codec);
 
-// The built-in chat template: "<|role|>\ncontent\n" per message, then "<|assistant|>\n".
-std::string render_chat(const boost::json::array& messages);
+// The built-in chat template, used when the model has none: "<|role|>\ncontent\n" per message,
+// then "<|assistant|>\n" when add_generation_prompt.
+std::string render_chat(const boost::json::array& messages, bool add_generation_prompt = true);
+
+// A chat request's prompt tokens, as vLLM's chat route makes them: the messages rendered by the
+// codec's chat template (the request's `add_generation_prompt`, `continue_final_message`,
+// `chat_template`, `tools`, `chat_template_kwargs`), then tokenized without adding special
+// tokens (the rendered text already holds BOS) unless the request sets `add_special_tokens`.
+// Errors are vLLM's: 400 for bad fields and template errors.
+std::variant<std::vector<std::uint32_t>, ApiError> chat_prompt_tokens(
+    const boost::json::object& request, const TextCodec& codec);
 
 }  // namespace omni::sim

@@ -10,6 +10,7 @@
 
 #include "omni/config/http_server_config.hpp"
 #include "omni/log/log.hpp"
+#include "sim/chat_codec.hpp"
 #include "sim/response.hpp"
 #include "sim/tokenizer_codec.hpp"
 
@@ -34,7 +35,9 @@ Result<std::unique_ptr<TextCodec>> make_codec(const SimConfig& cfg) {
     const std::filesystem::path model(cfg.model);
     if (std::filesystem::is_regular_file(model / "tokenizer.json", ec)) path = model.string();
   }
-  if (!path) return make_builtin_codec();
+  // No tokenizer files: the built-in codec and role template (a request's own chat_template
+  // still renders).
+  if (!path) return with_chat_templates(make_builtin_codec(), "{}");
   auto codec = load_tokenizer_codec(*path);
   if (!codec) return make_error(ErrorCode::kInvalidArgument, "tokenizer: " + codec.error().message);
   return codec;
@@ -137,13 +140,9 @@ http::Response tokenize(SimService::Context& ctx, const std::string& body) {
   if (auto p = o.find("prompt"); p != o.end() && p->value().is_string()) {
     tokens = ctx.codec->encode(p->value().get_string());
   } else if (auto m = o.find("messages"); m != o.end() && m->value().is_array()) {
-    for (const json::value& msg : m->value().get_array()) {
-      if (!msg.is_object() || !msg.get_object().contains("role") ||
-          !msg.get_object().at("role").is_string()) {
-        return validation_error("Each message needs a string 'role'", "messages").response();
-      }
-    }
-    tokens = ctx.codec->encode(render_chat(m->value().get_array()));
+    auto chat = chat_prompt_tokens(o, *ctx.codec);  // the same prompt as /v1/chat/completions
+    if (auto* error = std::get_if<ApiError>(&chat)) return error->response();
+    tokens = std::move(std::get<std::vector<std::uint32_t>>(chat));
   } else {
     return validation_error("Field required: 'prompt' (string) or 'messages' (list)", "prompt").response();
   }

@@ -3,6 +3,8 @@
 #include <array>
 #include <unordered_map>
 
+#include "sim/request.hpp"
+
 namespace omni::sim {
 namespace {
 
@@ -78,6 +80,15 @@ class BuiltinCodec final : public TextCodec {
 };
 
 }  // namespace
+
+Result<std::string> TextCodec::render_chat(const boost::json::object& request,
+                                           const ChatRenderOptions& options) const {
+  auto messages = request.find("messages");
+  if (messages == request.end() || !messages->value().is_array()) {
+    return make_error(ErrorCode::kInvalidArgument, "request: 'messages' must be an array");
+  }
+  return sim::render_chat(messages->value().get_array(), options.add_generation_prompt);
+}
 
 std::unique_ptr<TextCodec> make_builtin_codec() { return std::make_unique<BuiltinCodec>(); }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "omni/tokenizer/tokenizer.hpp"
+#include "sim/chat_codec.hpp"
 
 namespace omni::sim {
 namespace {
@@ -34,6 +35,13 @@ class TokenizerCodec final : public TextCodec {
     if (!ids) return {};  // refused text encodes to nothing: the request gets "Prompt cannot be empty"
     return std::vector<std::uint32_t>(ids->begin(), ids->end());
   }
+  std::vector<std::uint32_t> encode_with_special_tokens(std::string_view text) const override {
+    tokenizer::EncodeOptions options;
+    options.add_special_tokens = true;
+    auto ids = tok_->encode(text, options);
+    if (!ids) return {};
+    return std::vector<std::uint32_t>(ids->begin(), ids->end());
+  }
   std::string decode(std::span<const std::uint32_t> tokens) const override {
     return tok_->decode(tokens);
   }
@@ -54,7 +62,9 @@ class TokenizerCodec final : public TextCodec {
 Result<std::unique_ptr<TextCodec>> load_tokenizer_codec(const std::string& path) {
   auto tok = tokenizer::Tokenizer::load(path);
   if (!tok) return std::move(tok).error();
-  return std::unique_ptr<TextCodec>(std::make_unique<TokenizerCodec>(std::move(*tok)));
+  // Chat requests render with the model's chat template when tokenizer_config.json has one.
+  const std::string config = (*tok)->config_json();
+  return with_chat_templates(std::make_unique<TokenizerCodec>(std::move(*tok)), config);
 }
 
 }  // namespace omni::sim

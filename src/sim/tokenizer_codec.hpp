@@ -10,8 +10,9 @@
 
 namespace omni::sim {
 
-// Loads tokenizer.json. Generated text is drawn from the tokens of a list of common words,
-// so it decodes to readable text with any vocabulary.
+// Loads tokenizer.json (and tokenizer_config.json next to it: chat requests then render with
+// its chat_template, see chat_codec.hpp). Generated text is drawn from the tokens of a list of
+// common words, so it decodes to readable text with any vocabulary.
 Result<std::unique_ptr<TextCodec>> load_tokenizer_codec(const std::string& path);
 
 }  // namespace omni::sim
