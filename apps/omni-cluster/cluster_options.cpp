@@ -218,7 +218,10 @@ benchstat::Summary to_summary(const ClusterResult& r, const benchstat::Slo& slo)
   s.output_token_throughput = r.output_token_throughput();
   s.total_token_throughput =
       r.duration_s > 0 ? static_cast<double>(r.prompt_tokens + r.output_tokens) / r.duration_s : 0;
-  if (!slo.empty()) s.goodput = r.goodput();
+  if (!slo.empty()) {
+    s.goodput = r.goodput();
+    s.goodput_offered = r.goodput_offered();
+  }
   s.prefix_cache_hit_rate = r.prefix_cache_hit_rate();
   s.ttft = stat_of(r.ttft_ms);
   s.tpot = stat_of(r.tpot_ms);

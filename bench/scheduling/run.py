@@ -4,8 +4,10 @@ for several PD cluster sizes and load levels (light to past saturation).
 
     bench/scheduling/run.py BUILD_DIR [--traces DIR] [--quick] [--out bench/results/scheduling.json]
 
-Writes the results JSON, a Markdown table per trace (printed, and written next to the JSON as
-scheduling.md) and SVG charts of TTFT p99 and goodput against load (scheduling_<trace>_<size>.svg).
+Writes the results JSON, prints a Markdown table per trace and, per trace, in how many cells omni
+is best (ties included) on TTFT p99 and on goodput, and writes SVG charts of TTFT p99 and goodput
+against load (docs/img/scheduling/scheduling_<trace>_<size>_<metric>.svg). Goodput is omni-cluster's:
+requests within the SLOs per second of the arrival span (docs/omni-cluster.md).
 Load level 1.0 is the nominal rate for the cluster size: the trace's own rate scaled by
 prefill_instances / 4 (Mooncake) or prefill_instances x 4 (Azure).
 """
@@ -70,6 +72,7 @@ def main():
     parser.add_argument("--traces", default=os.path.join(os.path.dirname(__file__), "../../../shared/traces"))
     parser.add_argument("--quick", action="store_true", help="2P1D and 8P4D, two load levels")
     parser.add_argument("--out", default="bench/results/scheduling.json")
+    parser.add_argument("--charts", default="docs/img/scheduling")
     args = parser.parse_args()
     binary = os.path.join(args.build, "bin", "omni-cluster")
     traces = [("mooncake", os.path.join(args.traces, "mooncake_synthetic_trace.jsonl"), 0.25, []),
@@ -77,16 +80,17 @@ def main():
                ["--system-prompt-tokens", "2048"])]
     sizes = SIZES[:2] if args.quick else SIZES
     levels = [1.0, 2.0] if args.quick else LEVELS
-    out_dir = os.path.dirname(os.path.abspath(args.out))
-    os.makedirs(out_dir, exist_ok=True)
-    results, md = [], []
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    os.makedirs(args.charts, exist_ok=True)
+    results, md, summary = [], [], []
     for name, path, nominal, extra in traces:
         if not os.path.exists(path):
             print(f"skipping {name}: {path} not found", file=sys.stderr)
             continue
         md.append(f"\n### {name} trace (SLO {SLO})\n")
-        md.append("| cluster | load | policy | TTFT p50 (s) | TTFT p99 (s) | TPOT p50 (ms) | goodput (req/s) | throughput (req/s) | cache hit | vs oracle |")
+        md.append("| cluster | load | policy | TTFT p50 (s) | TTFT p99 (s) | TPOT p50 (ms) | goodput offered (req/s) | throughput (req/s) | cache hit | vs oracle |")
         md.append("|---|---|---|---|---|---|---|---|---|---|")
+        wins = {"p99": 0, "goodput": 0, "p99_alone": 0, "goodput_alone": 0, "cells": 0, "vs_oracle": []}
         for prefill, decode in sizes:
             curves = {p: {"ttft_p99": [], "goodput": []} for p in POLICIES}
             for level in levels:
@@ -95,18 +99,27 @@ def main():
                 if name == "mooncake":
                     oracle = 0.6512  # tokens hit by an infinite prefix cache (README + our count)
                 best_p99 = min(r["ttft_ms"]["p99"] for r in cell)
-                best_good = max(r["goodput"] for r in cell)
+                best_good = max(r["goodput_offered"] for r in cell)
+                ours = next(r for r in cell if r["config"]["policy"] == "omni")
+                wins["cells"] += 1
+                wins["p99"] += ours["ttft_ms"]["p99"] <= best_p99
+                wins["goodput"] += ours["goodput_offered"] >= best_good
+                others = [r for r in cell if r is not ours]
+                wins["p99_alone"] += all(ours["ttft_ms"]["p99"] < r["ttft_ms"]["p99"] for r in others)
+                wins["goodput_alone"] += all(ours["goodput_offered"] > r["goodput_offered"] for r in others)
+                if oracle is not None and prefill > 2:
+                    wins["vs_oracle"].append(ours["prefix_cache_hit_rate"] / oracle)
                 for r in cell:
                     p = r["config"]["policy"]
                     curves[p]["ttft_p99"].append(r["ttft_ms"]["p99"] / 1e3)
-                    curves[p]["goodput"].append(r["goodput"])
+                    curves[p]["goodput"].append(r["goodput_offered"])
                     hit = r["prefix_cache_hit_rate"]
                     p99 = r["ttft_ms"]["p99"]
                     p99_text = f"{p99 / 1e3:.2f}"
-                    good_text = f"{r['goodput']:.3f}"
+                    good_text = f"{r['goodput_offered']:.3f}"
                     if p99 <= best_p99:
                         p99_text = f"**{p99_text}**"
-                    if r["goodput"] >= best_good:
+                    if r["goodput_offered"] >= best_good:
                         good_text = f"**{good_text}**"
                     vs_oracle = "" if oracle is None else f"{hit / oracle:.0%}"
                     md.append(f"| {prefill}P{decode}D | {level:g}x | {p} | {r['ttft_ms']['p50'] / 1e3:.2f} | "
@@ -114,20 +127,26 @@ def main():
                               f"{r['request_throughput']:.3f} | {hit:.3f} | {vs_oracle} |")
                     results.append({"trace": name, "prefill": prefill, "decode": decode, "level": level,
                                     "command": command, **r})
+                tied = lambda ok: ",".join(r["config"]["policy"] for r in cell if ok(r))
                 print(f"{name} {prefill}P{decode}D {level:g}x: best p99 "
-                      f"{min(cell, key=lambda r: r['ttft_ms']['p99'])['config']['policy']}, best goodput "
-                      f"{max(cell, key=lambda r: r['goodput'])['config']['policy']}", file=sys.stderr)
+                      f"{tied(lambda r: r['ttft_ms']['p99'] <= best_p99)}, best goodput "
+                      f"{tied(lambda r: r['goodput_offered'] >= best_good)}", file=sys.stderr)
             for metric, label in (("ttft_p99", "TTFT p99 (s)"), ("goodput", "goodput (req/s)")):
                 svg = svg_chart(f"{name} {prefill}P{decode}D: {label}", label,
                                 [(p, curves[p][metric]) for p in POLICIES], levels)
-                with open(os.path.join(out_dir, f"scheduling_{name}_{prefill}p{decode}d_{metric}.svg"), "w") as f:
+                with open(os.path.join(args.charts, f"scheduling_{name}_{prefill}p{decode}d_{metric}.svg"), "w") as f:
                     f.write(svg)
+        line = (f"{name}: omni best (ties included) on TTFT p99 in {wins['p99']}/{wins['cells']} cells "
+                f"(alone in {wins['p99_alone']}), on goodput in {wins['goodput']}/{wins['cells']} "
+                f"(alone in {wins['goodput_alone']})")
+        if wins["vs_oracle"]:
+            line += (f"; cache hit {min(wins['vs_oracle']):.0%}-{max(wins['vs_oracle']):.0%} of the oracle "
+                     f"at 8P4D and larger")
+        summary.append(line)
     with open(args.out, "w") as f:
         json.dump(results, f, indent=1)
-    table = "\n".join(md) + "\n"
-    with open(os.path.join(out_dir, "scheduling.md"), "w") as f:
-        f.write(table)
-    print(table)
+    print("\n".join(md) + "\n")
+    print("\n".join(summary))
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ std::string to_json(const Summary& s, std::string_view config_json) {
                      number(s.request_throughput), number(s.output_token_throughput),
                      number(s.total_token_throughput));
   out += fmt::format(",\"goodput\":{},\"slo\":{}", optional_number(s.goodput), slo_json(s.slo));
+  if (s.goodput_offered) out += fmt::format(",\"goodput_offered\":{}", number(*s.goodput_offered));
   out += fmt::format(",\"prefix_cache_hit_rate\":{}", optional_number(s.prefix_cache_hit_rate));
   out += fmt::format(",\"ttft_ms\":{},\"tpot_ms\":{},\"itl_ms\":{},\"e2e_ms\":{}", stat_ms(s.ttft), stat_ms(s.tpot),
                      stat_ms(s.itl), stat_ms(s.e2e));

@@ -87,9 +87,8 @@ class SchedPolicy final : public RouterPolicy {
                                              const ClusterView& view) override {
     const bool aggregated = view.prefill().empty();
     const auto stage = aggregated ? sched::Stage::kAggregated : sched::Stage::kDecode;
-    auto chosen = choose(request, view, Role::kDecode, view.decode(), prefill, stage);
-    if (!chosen && !aggregated) chosen = least_tokens(view.decode(), prefill);
-    return chosen;
+    // nullopt in PD mode: the simulator holds the prefilled request, within its bounds.
+    return choose(request, view, Role::kDecode, view.decode(), prefill, stage);
   }
   double queue_score(const RoutingRequest& request) const override {
     return policy_->queue_score(placement(request, 0));
@@ -107,12 +106,8 @@ class SchedPolicy final : public RouterPolicy {
     p.prompt_tokens = r.prompt_tokens;
     p.max_output_tokens = r.max_output_tokens;
     p.block_size = block_size;
+    p.stage = r.awaiting_decode ? sched::Stage::kDecode : sched::Stage::kPrefill;
     return p;
-  }
-
-  static std::uint32_t least_tokens(std::span<const InstanceLoad> pool,
-                                    const InstanceLoad* prefill) {
-    return argmin(pool, prefill, [](const InstanceLoad& l) { return l.outstanding_tokens; });
   }
 
   std::optional<std::uint32_t> choose(const RoutingRequest& request, const ClusterView& view,
@@ -131,12 +126,18 @@ class SchedPolicy final : public RouterPolicy {
       c.running = load.running;
       c.waiting = load.waiting;
       c.kv_usage = load.kv_usage;
+      c.queued_long_prefills = load.queued_long_prefills;
       if (matches) c.matched_tokens = view.cached_prefix_tokens(role, load.index, request.block_hashes);
+      if (stage == sched::Stage::kDecode && prefill != nullptr) {
+        c.kv_transfer_seconds = view.kv_transfer_seconds(request.prompt_tokens, *prefill, load);
+      }
       candidates_.push_back(c);
     }
     if (candidates_.empty()) return std::nullopt;
     sched::PlacementRequest p = placement(request, view.block_size());
+    p.stage = stage;
     if (prefill != nullptr) p.prefill_instance = prefill->index;
+    p.decode_may_wait = stage == sched::Stage::kDecode && request.awaiting_decode;
     const auto chosen = policy_->choose(p, stage, candidates_);
     if (!chosen) return std::nullopt;
     return candidates_[std::min(*chosen, candidates_.size() - 1)].instance;

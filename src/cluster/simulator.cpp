@@ -1,4 +1,5 @@
 #include "omni/cluster/simulator.hpp"
+#include "omni/sched/policy.hpp"
 #include "omni/sched/prefix_index.hpp"
 
 #include <algorithm>
@@ -21,6 +22,7 @@ enum class EventKind : std::uint8_t {
   kRunDone,
   kPrefillReturned,
   kTransferDone,
+  kDecodeDeadline,
   kDeliver,
   kArrival,
   kSample,
@@ -72,6 +74,7 @@ struct Flight {
   std::uint32_t cached = 0;
   double dispatched = 0.0;       // when the gateway placed it on its first instance
   std::uint32_t queued = 0;      // uncached prompt tokens counted in that instance's queue
+  bool long_prefill = false;     // counted in that instance's queued_long_prefills
   bool prefill_counted = false;  // in its prefill instance's outstanding load
   bool decode_counted = false;   // in its decode instance's outstanding load
 };
@@ -117,6 +120,8 @@ class Simulation final : public ClusterView {
       now_ = event.t;
       ++result_.events;
       dispatch(event);
+      // Prefilled requests first: their KV already occupies a prefill node.
+      if (released_ && !decode_held_.empty()) retry_decode_held();
       if (released_ && !held_.empty()) retry_held();
       released_ = false;
     }
@@ -128,6 +133,7 @@ class Simulation final : public ClusterView {
       result_.preemptions += instance.engine.stats().num_preemptions;
     }
     result_.duration_s = std::max(0.0, last_completion_ - first_arrival_);
+    result_.arrival_span_s = std::max(0.0, last_arrival_ - first_arrival_);
     return std::move(result_);
   }
 
@@ -201,6 +207,7 @@ class Simulation final : public ClusterView {
       }
       case EventKind::kPrefillReturned: return on_prefill_returned(event.subject);
       case EventKind::kTransferDone: return on_transfer_done(event.subject);
+      case EventKind::kDecodeDeadline: return on_decode_deadline(event.subject);
       case EventKind::kSample: return on_sample();
     }
   }
@@ -215,12 +222,15 @@ class Simulation final : public ClusterView {
     const double scale = config_.time_scale > 0 ? config_.time_scale : 1.0;
     const double at = std::max(now_, request->arrival_s * scale);
     if (pulled_ == 1) first_arrival_ = at;
+    last_arrival_ = at;
     next_request_ = std::move(*request);
     push(at, EventKind::kArrival, next_request_.id);
   }
 
-  RoutingRequest routing_view(std::uint64_t id, const Flight& flight) const {
-    return RoutingRequest{id, now_, flight.arrival, flight.prompt, flight.output, flight.hashes};
+  RoutingRequest routing_view(std::uint64_t id, const Flight& flight,
+                              bool awaiting_decode = false) const {
+    return RoutingRequest{
+        id, now_, flight.arrival, flight.prompt, flight.output, flight.hashes, awaiting_decode};
   }
 
   void on_arrival() {
@@ -280,10 +290,14 @@ class Simulation final : public ClusterView {
     predicted_.insert_predicted(static_cast<sched::InstanceId>(slot), f.hashes, now_);
     f.queued = f.prompt - std::min(f.prompt, cached);
     load.queued_prefill_tokens += f.queued;
+    f.long_prefill = f.queued >= sched::kLongPrefillTokens;
+    if (f.long_prefill) ++load.queued_long_prefills;
   }
 
   void release_prefill_queue(Flight& f, InstanceLoad& load, std::size_t slot, bool observe) {
     load.queued_prefill_tokens -= std::min<std::uint64_t>(load.queued_prefill_tokens, f.queued);
+    if (f.long_prefill && load.queued_long_prefills > 0) --load.queued_long_prefills;
+    f.long_prefill = false;
     if (observe) {
       const double busy_from = std::max(f.dispatched, last_prefill_done_[slot]);
       policy_.on_prefill_done(load.index, f.queued, now_ - busy_from);
@@ -316,8 +330,9 @@ class Simulation final : public ClusterView {
   }
 
   void choose_decode(Flight& flight, const RoutingRequest& view, const InstanceLoad* prefill) {
+    // Concurrent PD picks both legs at arrival: no holding there.
     const auto chosen = policy_.choose_decode(view, prefill, *this);
-    count_decode(flight, chosen.value_or(0));
+    count_decode(flight, chosen ? *chosen : least_loaded_decode(flight));
   }
 
   void count_decode(Flight& flight, std::uint32_t chosen) {
@@ -355,16 +370,87 @@ class Simulation final : public ClusterView {
   void on_prefill_returned(std::uint64_t id) {
     auto it = flights_.find(id);
     if (it == flights_.end()) return;
-    Flight& flight = it->second;
+    if (place_decode(id, it->second)) return;
+    ++result_.decode_holds;
+    if (decode_held_.size() >= config_.max_decode_held || config_.max_decode_wait_s <= 0) {
+      ++result_.decode_hold_timeouts;
+      start_transfer(id, it->second, least_loaded_decode(it->second));
+      return;
+    }
+    decode_held_.push_back(id);
+    push(now_ + config_.max_decode_wait_s, EventKind::kDecodeDeadline, id);
+  }
+
+  // PD, sequential: the gateway picks the decode node of a prefilled request. False when the
+  // policy holds it.
+  bool place_decode(std::uint64_t id, Flight& flight) {
     const InstanceLoad& prefill = prefill_loads_[static_cast<std::size_t>(flight.prefill)];
-    choose_decode(flight, routing_view(id, flight), &prefill);
+    const auto chosen = policy_.choose_decode(routing_view(id, flight, true), &prefill, *this);
+    if (!chosen) return false;
+    start_transfer(id, flight, *chosen);
+    return true;
+  }
+
+  void start_transfer(std::uint64_t id, Flight& flight, std::uint32_t decode) {
+    count_decode(flight, decode);
     push(now_ + config_.network_latency_s + transfer_seconds(flight), EventKind::kTransferDone, id);
+  }
+
+  // The bound on a held decode: the group's decode instance with the fewest outstanding tokens.
+  std::uint32_t least_loaded_decode(const Flight& flight) const {
+    const std::uint32_t group = prefill_loads_[static_cast<std::size_t>(flight.prefill)].group;
+    const InstanceLoad* best = nullptr;
+    for (const InstanceLoad& load : decode_loads_) {
+      if (load.group != group) continue;
+      if (best == nullptr || load.outstanding_tokens < best->outstanding_tokens) best = &load;
+    }
+    return best != nullptr ? best->index : 0;
+  }
+
+  void on_decode_deadline(std::uint64_t id) {
+    const auto held = std::find(decode_held_.begin(), decode_held_.end(), id);
+    if (held == decode_held_.end()) return;
+    decode_held_.erase(held);
+    auto it = flights_.find(id);
+    if (it == flights_.end()) return;
+    ++result_.decode_hold_timeouts;
+    start_transfer(id, it->second, least_loaded_decode(it->second));
+  }
+
+  // Decode load was released: place held prefilled requests in the policy's decode order until
+  // one is held again.
+  void retry_decode_held() {
+    scored_.clear();
+    for (const std::uint64_t id : decode_held_) {
+      auto it = flights_.find(id);
+      if (it == flights_.end()) continue;
+      scored_.emplace_back(policy_.queue_score(routing_view(id, it->second, true)), id);
+    }
+    std::sort(scored_.begin(), scored_.end());
+    decode_held_.clear();
+    bool blocked = false;
+    for (const auto& [score, id] : scored_) {
+      Flight& f = flights_.find(id)->second;
+      if (blocked || !place_decode(id, f)) {
+        blocked = true;
+        decode_held_.push_back(id);
+      }
+    }
   }
 
   double transfer_seconds(const Flight& flight) const {
     return decode_cost_.kv_transfer_seconds(flight.prompt, config_.kv_link_gbps);
   }
 
+ public:
+  // Every prefill-decode pair has the same link in this model, so the choice of decode node
+  // does not change the transfer; the policy still sees the cost.
+  double kv_transfer_seconds(std::uint32_t prompt_tokens, const InstanceLoad&,
+                             const InstanceLoad&) const override {
+    return decode_cost_.kv_transfer_seconds(prompt_tokens, config_.kv_link_gbps);
+  }
+
+ private:
   // The KV has reached the decode instance: it decodes; the prefill instance frees the blocks.
   void on_transfer_done(std::uint64_t id) {
     auto it = flights_.find(id);
@@ -669,8 +755,10 @@ class Simulation final : public ClusterView {
   std::vector<Instance> instances_;
   std::vector<std::size_t> sampled_;
   std::unordered_map<std::uint64_t, Flight> flights_;
-  std::vector<std::uint64_t> held_;  // waiting at the gateway
-  sched::PrefixIndex predicted_;     // blocks of routed requests, until their prefill stores them
+  std::vector<std::uint64_t> held_;         // waiting at the gateway
+  std::vector<std::uint64_t> decode_held_;  // prefilled, waiting at the gateway for a decode node
+  // Blocks of routed requests, until their prefill stores them.
+  sched::PrefixIndex predicted_;
   std::vector<std::pair<double, std::uint64_t>> scored_;
   std::vector<double> last_prefill_done_;  // per instance slot
   bool released_ = false;  // some load was released while handling the current event
@@ -680,6 +768,7 @@ class Simulation final : public ClusterView {
   std::uint64_t pulled_ = 0;
   double now_ = 0.0;
   double first_arrival_ = 0.0;
+  double last_arrival_ = 0.0;
   double last_completion_ = 0.0;
   ClusterResult result_;
 };
@@ -694,6 +783,10 @@ double ClusterResult::output_token_throughput() const {
 }
 double ClusterResult::goodput() const {
   return duration_s > 0 ? static_cast<double>(good) / duration_s : 0.0;
+}
+double ClusterResult::goodput_offered() const {
+  const double span = arrival_span_s > 0 ? arrival_span_s : duration_s;
+  return span > 0 ? static_cast<double>(good) / span : 0.0;
 }
 double ClusterResult::prefix_cache_hit_rate() const {
   return prompt_tokens > 0 ? static_cast<double>(cached_tokens) / static_cast<double>(prompt_tokens)

@@ -80,6 +80,45 @@ TEST(Policies, DecodeChoicesStayInThePrefillGroup) {
   }
 }
 
+// The omni policy behind the adapter: a prefilled request (awaiting_decode) may be held when
+// every decode node of its group is over its thresholds, a first placement may not; the held
+// queue is ordered longest first.
+TEST(Policies, SchedAdapterLetsOmniHoldOnlyPrefilledRequestsForDecode) {
+  FakeView view;
+  view.prefill_pool = pool(Role::kPrefill, {0, 0});
+  view.decode_pool = pool(Role::kDecode, {100, 100});
+  for (auto& load : view.decode_pool) load.kv_usage = 0.97;
+  auto policy = make_policy("omni", 1).value();
+  RoutingRequest request;
+  request.prompt_tokens = 1000;
+  request.max_output_tokens = 100;
+  EXPECT_TRUE(policy->choose_decode(request, &view.prefill_pool[0], view).has_value());
+  request.awaiting_decode = true;
+  EXPECT_FALSE(policy->choose_decode(request, &view.prefill_pool[0], view).has_value());
+  view.decode_pool[1].kv_usage = 0.5;
+  EXPECT_EQ(policy->choose_decode(request, &view.prefill_pool[0], view), 1u);
+  RoutingRequest shorter = request;
+  shorter.prompt_tokens = 200;
+  EXPECT_LT(policy->queue_score(request), policy->queue_score(shorter));
+  request.awaiting_decode = false;  // the prefill queue: shortest first
+  shorter.awaiting_decode = false;
+  EXPECT_GT(policy->queue_score(request), policy->queue_score(shorter));
+}
+
+TEST(Policies, SchedAdapterPassesQueuedLongPromptsToOmni) {
+  FakeView view;
+  view.prefill_pool = pool(Role::kPrefill, {0, 0});
+  view.decode_pool = pool(Role::kDecode, {0});
+  for (auto& load : view.prefill_pool) load.queued_prefill_tokens = 12000;
+  view.prefill_pool[0].queued_long_prefills = 1;
+  auto policy = make_policy("omni", 1).value();
+  RoutingRequest request;
+  request.prompt_tokens = 10000;
+  EXPECT_EQ(policy->choose_prefill(request, view), 1u);
+  view.prefill_pool[0].queued_long_prefills = 0;
+  EXPECT_EQ(policy->choose_prefill(request, view), 0u);
+}
+
 TEST(Policies, RandomIsDeterministicForASeedAndCoversThePool) {
   FakeView view;
   view.prefill_pool = pool(Role::kPrefill, {0, 0, 0, 0});

@@ -176,6 +176,42 @@ TEST(ClusterSimulator, ImpossibleRequestsFailWithoutStoppingTheOthers) {
   EXPECT_TRUE(r.records.at(2).ok);
 }
 
+// A decode pool too small for the load: omni holds prefilled requests at the gateway while every
+// decode instance is over its thresholds, and the wait is bounded, so everything finishes.
+TEST(ClusterSimulator, DecodeHoldsAreBoundedAndEveryRequestFinishes) {
+  ClusterConfig config = small_cluster(2, 1);
+  config.decode_engine.num_gpu_blocks = 160;  // 10,240 tokens: a handful of sequences
+  config.max_decode_wait_s = 0.5;
+  const Outcome held = simulate_requests(config, workload(40, 0.01), "omni");
+  EXPECT_EQ(held.result.completed, 40u);
+  EXPECT_EQ(held.result.failed, 0u);
+  EXPECT_GT(held.result.decode_holds, 0u);
+  EXPECT_LE(held.result.decode_hold_timeouts, held.result.decode_holds);
+  // No waiting allowed: every hold is placed at once by the bound.
+  config.max_decode_wait_s = 0;
+  const Outcome bounded = simulate_requests(config, workload(40, 0.01), "omni");
+  EXPECT_EQ(bounded.result.completed, 40u);
+  EXPECT_GT(bounded.result.decode_holds, 0u);
+  EXPECT_EQ(bounded.result.decode_hold_timeouts, bounded.result.decode_holds);
+  // Policies that never hold leave the counters at zero.
+  const Outcome never = simulate_requests(config, workload(40, 0.01), "least-load");
+  EXPECT_EQ(never.result.decode_holds, 0u);
+  EXPECT_EQ(never.result.completed, 40u);
+}
+
+// Offered goodput is counted over the arrival span, so the tail of the last decodes does not
+// count; plain goodput is vLLM's, per second of the run.
+TEST(ClusterSimulator, OfferedGoodputIsPerSecondOfTheArrivalSpan) {
+  ClusterConfig config = small_cluster(1, 1);
+  config.slo.ttft_s = 1e9;
+  const Outcome r = simulate_requests(config, workload(20, 0.1));
+  EXPECT_NEAR(r.result.arrival_span_s, 1.9, 1e-9);
+  EXPECT_GT(r.result.duration_s, r.result.arrival_span_s);
+  EXPECT_NEAR(r.result.goodput_offered(), 20 / 1.9, 1e-9);
+  EXPECT_LT(r.result.request_throughput(), r.result.goodput_offered());
+  EXPECT_NEAR(r.result.goodput(), 20 / r.result.duration_s, 1e-9);
+}
+
 TEST(ClusterSimulator, SloCountsGoodRequestsOnly) {
   ClusterConfig config = small_cluster(0, 1);
   config.slo.ttft_s = 1e-9;  // nobody can meet it

@@ -145,7 +145,7 @@ TEST(PlacementPolicies, OmniHoldsOnlyWhenEveryQueueIsFull) {
 }
 
 TEST(PlacementPolicies, OmniLearnsNodeSpeedsFromObservedPrefills) {
-  auto p = policy("omni:cache=0");
+  auto p = policy("omni:cache=0:idlecache=0:ctx=0:learn=1");
   std::vector<Candidate> c = {node(0), node(1)};
   c[0].queued_prefill_tokens = 20000;
   c[1].queued_prefill_tokens = 10000;
@@ -157,8 +157,133 @@ TEST(PlacementPolicies, OmniLearnsNodeSpeedsFromObservedPrefills) {
   EXPECT_EQ(p->choose(prompt(1000), Stage::kPrefill, c), 0u);
 }
 
+// learn=2 divides smoothed tokens by smoothed busy time: a clump of completions at one instant
+// (busy time 0) still counts its tokens, where learn=1 drops them and sees half the speed.
+TEST(PlacementPolicies, OmniRatioLearningCountsClumpedCompletions) {
+  const std::string fixed = ":cache=0:idlecache=0:ctx=0:hold=100:shrink=0";
+  std::vector<Candidate> c = {node(0), node(1)};
+  c[0].queued_prefill_tokens = 30000;
+  c[1].queued_prefill_tokens = 20000;
+  for (const char* learn : {"1", "2"}) {
+    auto p = policy("omni:learn=" + std::string(learn) + fixed);
+    p->observe_prefill(0, 8000, 1.0);
+    p->observe_prefill(0, 8000, 0.0);  // finished in the same step as the one before
+    p->observe_prefill(1, 8000, 1.0);
+    // learn=2: node 0 at ~16,400 tokens/s (1.8 s of queue) beats node 1 at 8,000 (2.5 s).
+    EXPECT_EQ(p->choose(prompt(100), Stage::kPrefill, c), learn[0] == '2' ? 0u : 1u) << learn;
+  }
+}
+
+TEST(PlacementPolicies, OmniChargesPartOfTheCachedContextAndOfEachQueuedRequest) {
+  std::vector<Candidate> c = {node(0), node(1)};
+  c[0].queued_prefill_tokens = 1000;  // one prompt, 1000 of its 21,000 tokens uncached
+  c[0].outstanding_tokens = 21000;
+  c[0].outstanding_requests = 1;
+  c[1].queued_prefill_tokens = 2000;  // prompts with nothing cached
+  c[1].outstanding_tokens = 2000;
+  c[1].outstanding_requests = 4;
+  EXPECT_EQ(policy("omni:ctx=0")->choose(prompt(100), Stage::kPrefill, c), 0u);
+  // 1000 + 0.1 x 20,000 cached = 3000 > 2000.
+  EXPECT_EQ(policy("omni:ctx=0.1")->choose(prompt(100), Stage::kPrefill, c), 1u);
+  c[1].queued_prefill_tokens = 800;
+  c[1].outstanding_tokens = 800;
+  EXPECT_EQ(policy("omni:ctx=0")->choose(prompt(100), Stage::kPrefill, c), 1u);
+  // 1000 + 600 x 1 = 1600 < 800 + 600 x 4 = 3200.
+  EXPECT_EQ(policy("omni:ctx=0:req=600")->choose(prompt(100), Stage::kPrefill, c), 0u);
+  // Aggregated: outstanding tokens include running decodes and their outputs, not cached
+  // prompts, so they are not charged as context: 1000 > 800.
+  c[0].outstanding_tokens = 500000;
+  EXPECT_EQ(policy("omni:ctx=0.1")->choose(prompt(100), Stage::kAggregated, c), 1u);
+  EXPECT_TRUE(policy("omni:ctx=0.1")->choose(prompt(100), Stage::kAggregated, c).has_value());
+}
+
+// The capacity a request's uncached work takes from others is charged as much as the pool is
+// busy (mean queue over the hold bound): on a light pool the cache is worth only the request's
+// own time, on a busy one its weight is the full cache weight.
+TEST(PlacementPolicies, OmniValuesTheCacheMoreWhenThePoolIsBusy) {
+  const std::string fixed = ":cache=1:ctx=0:hold=1:seqbal=0";
+  std::vector<Candidate> c = {node(0), node(1)};
+  c[0].matched_tokens = 4000;         // half of the 8000-token prompt
+  c[0].queued_prefill_tokens = 5600;  // 0.7 s; node 1 idle; mean 0.35 s
+  // Idle weight 0: weight 0.35. Node 0: 0.7 + (4000 + 0.35 x 4000) / 8000 = 1.375 s;
+  // node 1: (8000 + 0.35 x 8000) / 8000 = 1.35 s.
+  EXPECT_EQ(policy("omni:idlecache=0" + fixed)->choose(prompt(8000), Stage::kPrefill, c), 1u);
+  // A constant weight of 1: node 0 1.7 s, node 1 2 s.
+  EXPECT_EQ(policy("omni:idlecache=1" + fixed)->choose(prompt(8000), Stage::kPrefill, c), 0u);
+  // Busy pool (mean queue 1.05 s, weight 1): node 0 1.1 + 1 = 2.1 s, node 1 1 + 2 = 3 s.
+  c[0].queued_prefill_tokens = 8800;
+  c[1].queued_prefill_tokens = 8000;
+  EXPECT_EQ(policy("omni:idlecache=0" + fixed)->choose(prompt(8000), Stage::kPrefill, c), 0u);
+}
+
+// Sequence balancing: a long prompt avoids a node whose queue already holds a long prompt, at
+// equal predicted finish; short prompts do not care.
+TEST(PlacementPolicies, OmniSpreadsLongPromptsOverNodes) {
+  std::vector<Candidate> c = {node(0), node(1)};
+  c[0].queued_prefill_tokens = 10000;  // one long prompt
+  c[0].queued_long_prefills = 1;
+  c[1].queued_prefill_tokens = 10000;  // several short ones
+  const std::uint32_t long_prompt = kLongPrefillTokens + 1000;
+  EXPECT_EQ(policy("omni:seqbal=0")->choose(prompt(long_prompt), Stage::kPrefill, c), 0u);
+  EXPECT_EQ(policy("omni")->choose(prompt(long_prompt), Stage::kPrefill, c), 1u);
+  EXPECT_EQ(policy("omni")->choose(prompt(1000), Stage::kPrefill, c), 0u);
+}
+
+TEST(PlacementPolicies, OmniOrdersTheDecodeQueueLongestFirstWithAging) {
+  auto p = policy("omni");
+  auto decode = [](std::uint32_t prompt_tokens, std::uint32_t output, double now, double arrival) {
+    PlacementRequest r = prompt(prompt_tokens, now, arrival);
+    r.max_output_tokens = output;
+    r.stage = Stage::kDecode;
+    return r;
+  };
+  // Longest processing time first: prompt + expected output.
+  EXPECT_LT(p->queue_score(decode(4000, 500, 0, 0)), p->queue_score(decode(1000, 500, 0, 0)));
+  EXPECT_LT(p->queue_score(decode(1000, 3000, 0, 0)), p->queue_score(decode(3000, 100, 0, 0)));
+  // A short one that has waited 2 s (8192 tokens of aging) overtakes a fresh long one.
+  EXPECT_LT(p->queue_score(decode(500, 100, 2, 0)), p->queue_score(decode(8000, 100, 2, 2)));
+  // alpha = 0: only the prompt counts.
+  auto prompt_only = policy("omni:dalpha=0");
+  EXPECT_LT(prompt_only->queue_score(decode(3000, 100, 0, 0)),
+            prompt_only->queue_score(decode(1000, 3000, 0, 0)));
+  // The prefill queue keeps shortest first.
+  EXPECT_LT(p->queue_score(prompt(1000)), p->queue_score(prompt(4000)));
+}
+
+TEST(PlacementPolicies, OmniHoldsDecodeOnlyWhenAllowedAndEveryNodeIsOver) {
+  auto p = policy("omni");
+  std::vector<Candidate> c = {node(0), node(1)};
+  c[0].kv_usage = 0.95;  // over the 0.92 KV limit
+  c[1].waiting = 3;      // its engine could not admit everything
+  c[0].outstanding_tokens = 1000;
+  c[1].outstanding_tokens = 1000;
+  PlacementRequest r = prompt(1000);
+  r.stage = Stage::kDecode;
+  EXPECT_TRUE(p->choose(r, Stage::kDecode, c).has_value());  // the caller cannot hold
+  r.decode_may_wait = true;
+  EXPECT_FALSE(p->choose(r, Stage::kDecode, c).has_value());
+  c[1].waiting = 0;
+  EXPECT_EQ(p->choose(r, Stage::kDecode, c), 1u);
+}
+
+TEST(PlacementPolicies, OmniDecodeWeighsKvTransferAgainstLoad) {
+  auto p = policy("omni");
+  std::vector<Candidate> c = {node(0), node(1)};
+  PlacementRequest r = prompt(1000);
+  r.stage = Stage::kDecode;
+  c[0].kv_transfer_seconds = 0.05;  // worth 5000 outstanding tokens
+  c[1].outstanding_tokens = 3000;
+  EXPECT_EQ(p->choose(r, Stage::kDecode, c), 1u);
+  c[1].outstanding_tokens = 7000;
+  EXPECT_EQ(p->choose(r, Stage::kDecode, c), 0u);
+}
+
 TEST(PlacementPolicies, OmniTuningIsValidated) {
   EXPECT_TRUE(make_placement_policy("omni:cache=2:hold=3:aging=100").ok());
+  EXPECT_TRUE(
+      make_placement_policy("omni:learn=2:shrink=50:ctx=0.2:req=64:idlecache=0.3:seqbal=0.5:"
+                            "dkv=0.9:dalpha=0.5:daging=100")
+          .ok());
   EXPECT_FALSE(make_placement_policy("omni:cache").ok());
   EXPECT_FALSE(make_placement_policy("omni:speed=2").ok());
   EXPECT_FALSE(make_placement_policy("omni:cache=-1").ok());

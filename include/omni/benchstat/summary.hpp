@@ -50,6 +50,9 @@ struct Summary {
   double output_token_throughput = 0;  // output tokens of completed requests / duration
   double total_token_throughput = 0;   // (input + output) / duration
   std::optional<double> goodput;       // requests/s meeting the SLO; unset without an SLO
+  // The same per second of the arrival span (first to last arrival), when the producer knows
+  // it (omni-cluster); written to the JSON only when set.
+  std::optional<double> goodput_offered;
   std::optional<double> prefix_cache_hit_rate;  // cached / prompt tokens, when reported
   Stat ttft, tpot, itl, e2e;
   std::map<std::string, std::uint64_t> errors_by_kind;

@@ -31,6 +31,9 @@ struct InstanceLoad {
   std::uint32_t running = 0;
   std::uint32_t waiting = 0;
   double kv_usage = 0.0;
+  // Dispatched prompts not yet prefilled whose uncached part is at least
+  // sched::kLongPrefillTokens (for sequence balancing).
+  std::uint32_t queued_long_prefills = 0;
 };
 
 struct RoutingRequest {
@@ -40,6 +43,9 @@ struct RoutingRequest {
   std::uint32_t prompt_tokens = 0;
   std::uint32_t max_output_tokens = 0;
   std::span<const std::uint64_t> block_hashes;  // engine-level, chained
+  // The request waits for a decode node (its prefill is done), not for its first placement:
+  // queue_score may order the two queues differently.
+  bool awaiting_decode = false;
 };
 
 class ClusterView {
@@ -53,6 +59,13 @@ class ClusterView {
   virtual std::uint32_t cached_prefix_tokens(Role pool, std::uint32_t index,
                                              std::span<const std::uint64_t> hashes) const = 0;
   virtual std::uint32_t block_size() const = 0;
+  // Seconds to move a prompt's KV from a prefill instance to a decode instance (0 where not
+  // modelled).
+  virtual double kv_transfer_seconds(std::uint32_t /*prompt_tokens*/,
+                                     const InstanceLoad& /*prefill*/,
+                                     const InstanceLoad& /*decode*/) const {
+    return 0.0;
+  }
 };
 
 class RouterPolicy {
@@ -64,8 +77,10 @@ class RouterPolicy {
   virtual std::optional<std::uint32_t> choose_prefill(const RoutingRequest& request,
                                                       const ClusterView& view) = 0;
   // Index into view.decode(). `prefill` is the chosen prefill instance (nullptr in aggregated
-  // mode, the only mode where nullopt — hold — is allowed); with PD groups the choice must stay
-  // in prefill->group.
+  // mode); with PD groups the choice must stay in prefill->group. nullopt holds the request at
+  // the gateway: in aggregated mode until load is released, in PD mode (after the prefill) until
+  // decode load is released or ClusterConfig::max_decode_wait_s has passed, when the simulator
+  // places it on the group's decode instance with the fewest outstanding tokens.
   virtual std::optional<std::uint32_t> choose_decode(const RoutingRequest& request,
                                                      const InstanceLoad* prefill,
                                                      const ClusterView& view) = 0;

@@ -56,6 +56,11 @@ struct ClusterConfig {
   // Lifetime of the gateway's approximate prefix entries (blocks of a routed request until its
   // prefill stores them).
   double predicted_ttl_s = 30.0;
+  // PD: how long a prefilled request may wait at the gateway for a decode instance when the
+  // policy holds it (every decode instance of its group over its thresholds), and how many may
+  // wait at once; past either bound it goes to the group's least-loaded decode instance.
+  double max_decode_wait_s = 2.0;
+  std::uint32_t max_decode_held = 4096;
 };
 
 // One finished (or failed) request, for per-request JSON lines.
@@ -91,6 +96,7 @@ struct ClusterResult {
   std::map<std::string, std::uint64_t> failed_by_kind;  // rejected, never_finished, aborted
   std::uint64_t good = 0;  // completed within the SLOs
   double duration_s = 0.0;  // first arrival to last completion, virtual seconds
+  double arrival_span_s = 0.0;  // first arrival to last arrival
   std::uint64_t prompt_tokens = 0;
   std::uint64_t output_tokens = 0;
   std::uint64_t cached_tokens = 0;  // prompt tokens served from prefix caches
@@ -102,9 +108,19 @@ struct ClusterResult {
   std::uint64_t stable_runs = 0;   // multi-step advances
   std::uint64_t stable_steps = 0;  // steps covered by them
   std::uint64_t preemptions = 0;
+  std::uint64_t decode_holds = 0;          // prefilled requests the policy held for a decode node
+  std::uint64_t decode_hold_timeouts = 0;  // of those, placed by the bound (time or capacity)
   double request_throughput() const;
   double output_token_throughput() const;
+  // Requests finished within the SLOs per second of the run (duration_s), as `vllm bench serve`
+  // and omni-bench count it: the shared results schema's `goodput`.
   double goodput() const;
+  // The same per second of the arrival span (first to last arrival): the trace offers its
+  // requests over that span, so when every policy serves every request within the SLOs they
+  // tie, instead of differing by how long the last arrivals happen to decode (the makespan's
+  // tail). The policy comparison ranks by this. Falls back to duration_s when all requests
+  // arrive at one instant.
+  double goodput_offered() const;
   double prefix_cache_hit_rate() const;
 };
 

@@ -30,7 +30,17 @@ struct Candidate {
   std::uint32_t waiting = 0;
   double kv_usage = 0.0;                   // 0..1
   std::uint32_t matched_tokens = 0;        // this prompt's prefix cached there
+  // Sequence balancing: dispatched prompts not yet prefilled there whose uncached part is at
+  // least kLongPrefillTokens (each one fills whole batches of that node on its own).
+  std::uint32_t queued_long_prefills = 0;
+  // Decode stage in PD: seconds to move this request's KV from its prefill node here (0 where
+  // the caller models no per-pair difference).
+  double kv_transfer_seconds = 0.0;
 };
+
+// What counts as a long prompt for Candidate::queued_long_prefills: an uncached part of at
+// least one default vLLM step budget (max_num_batched_tokens 8192).
+inline constexpr std::uint32_t kLongPrefillTokens = 8192;
 
 struct PlacementRequest {
   std::uint64_t id = 0;
@@ -44,6 +54,9 @@ struct PlacementRequest {
   // Decode stage in PD: where the prefill ran (its group bounds the choice) and how long moving
   // the KV to each decode candidate would take is the caller's business.
   std::optional<InstanceId> prefill_instance;
+  // Decode stage: the caller can hold the request (its KV stays on the prefill node) and retry
+  // when decode load is released, with a bounded wait. Without it a decode choice never holds.
+  bool decode_may_wait = false;
 };
 
 class PlacementPolicy {
@@ -53,7 +66,8 @@ class PlacementPolicy {
   // Whether candidates need matched_tokens (a prefix-index lookup per candidate).
   virtual bool uses_prefix_matches() const { return false; }
   // The index of the chosen candidate, or nullopt to hold the request at the gateway until load
-  // is released (only for kPrefill / kAggregated). `candidates` is never empty.
+  // is released (for kPrefill / kAggregated, and for kDecode only when
+  // request.decode_may_wait). `candidates` is never empty.
   virtual std::optional<std::size_t> choose(const PlacementRequest& request, Stage stage,
                                             std::span<const Candidate> candidates) = 0;
   // Order of held requests: the lowest score is placed first.
