@@ -1,6 +1,13 @@
 // The admin API: in-flight requests with their stage, node states, drain, reload.
 // Guarded by admin_token (Bearer) when one is configured.
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
+#include <future>
+#include <optional>
 
 #include "gateway_impl.hpp"
 
@@ -90,10 +97,34 @@ http::Response drain(Gateway::Impl& g, const http::Request& request) {
   return json_response(200, json::serialize(answer));
 }
 
-http::Response reload(Gateway::Impl& g) {
-  if (!g.reload_request) return http::error_response(501, "reload is not available", "NotImplementedError");
-  if (Status s = g.reload_request(); !s) return http::error_response(400, s.error().message);
-  return json_response(200, R"({"reloaded":true})");
+// Reading and parsing the configuration is file I/O: it runs on its own thread while this
+// I/O thread keeps serving; the answer comes back by a post. One reload at a time: a second
+// one gets 409 at once rather than queueing behind the first.
+Task<http::Response> reload(Gateway::Impl& g) {
+  namespace asio = boost::asio;
+  if (!g.reload_request) co_return http::error_response(501, "reload is not available", "NotImplementedError");
+  if (g.reload_running.exchange(true)) {
+    co_return http::error_response(409, "a reload is already running", "ConflictError");
+  }
+  struct Done {
+    explicit Done(asio::any_io_executor ex) : executor(ex), timer(ex, asio::steady_timer::time_point::max()) {}
+    asio::any_io_executor executor;
+    asio::steady_timer timer;
+    std::optional<Status> status;
+  };
+  auto done = std::make_shared<Done>(co_await asio::this_coro::executor);
+  if (g.reload_job.valid()) g.reload_job.wait();  // the previous one has answered already
+  g.reload_job = std::async(std::launch::async, [&g, done] {
+    Status status = g.reload_request();
+    g.reload_running.store(false);
+    asio::post(done->executor, [done, status = std::move(status)]() mutable {
+      done->status = std::move(status);
+      done->timer.cancel();
+    });
+  });
+  while (!done->status) (void)co_await done->timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  if (!*done->status) co_return http::error_response(400, done->status->error().message);
+  co_return json_response(200, R"({"reloaded":true})");
 }
 
 }  // namespace
@@ -116,7 +147,7 @@ Task<void> handle_admin(Gateway::Impl& g, http::Request& request, http::Response
   } else if (path == "/admin/drain") {
     response = drain(g, request);
   } else {
-    response = reload(g);
+    response = co_await reload(g);
   }
   (void)co_await writer.send(std::move(response));
 }

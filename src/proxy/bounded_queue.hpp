@@ -1,4 +1,4 @@
-// A bounded lock-free multi-producer queue (Dmitry Vyukov's array queue): each cell carries a
+// A bounded lock-free multi-producer, multi-consumer queue (Dmitry Vyukov's array queue): each cell carries a
 // sequence number that says whose turn it is, so producers claim cells with one CAS and never
 // block each other or the consumer. A full queue refuses (try_push returns false): the caller
 // picks the overflow policy.
@@ -25,7 +25,9 @@ class BoundedQueue {
     for (std::size_t i = 0; i < size; ++i) cells_[i].sequence.store(i, std::memory_order_relaxed);
   }
 
-  bool try_push(T value) {
+  // `value` is moved from only on success, so a caller may retry with the same object.
+  template <class U>
+  bool try_push(U&& value) {
     std::size_t pos = tail_.load(std::memory_order_relaxed);
     for (;;) {
       Cell& cell = cells_[pos & mask_];
@@ -33,7 +35,7 @@ class BoundedQueue {
       const auto diff = static_cast<std::ptrdiff_t>(seq) - static_cast<std::ptrdiff_t>(pos);
       if (diff == 0) {
         if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
-          cell.value = std::move(value);
+          cell.value = std::forward<U>(value);
           cell.sequence.store(pos + 1, std::memory_order_release);
           return true;
         }

@@ -2,6 +2,14 @@
 // what the access log and metrics will say about it. Internal to the request path.
 #pragma once
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/cancellation_state.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "gateway_impl.hpp"
@@ -19,6 +27,7 @@ struct Call {
   std::uint64_t id = 0;
   std::string request_id;
   RequestInfo info;
+  PromptInfo prompt;  // the proxy's own tokens and block hashes (prompt.hpp)
   Lifecycle life;
   InflightEntry entry;
   std::chrono::system_clock::time_point wall{};
@@ -33,10 +42,76 @@ struct Call {
   std::uint32_t decode_retries = 0;
   std::uint64_t bytes_out = 0;
   std::uint64_t events = 0;
+  // The client closed its connection while the call waited (queue, engine): nothing more is
+  // written to it, its engine calls are cancelled, the outcome is client_disconnected.
+  bool client_gone = false;
 };
 
-// Waits for the scheduler's decision on `ticket` (bounded by the queue timeout).
-Task<Result<Placement>> acquire(Gateway::Impl& g, Ticket ticket);
+// Waits for the scheduler's decision on `ticket` (bounded by the queue timeout). With a
+// `client`, a client that closes its connection meanwhile cancels the ticket at once
+// (kCancelled, client->client_gone set).
+Task<Result<Placement>> acquire(Gateway::Impl& g, Ticket ticket, Call* client = nullptr);
+
+// ---- noticing a client that leaves while its call waits for an engine ------------------------
+
+// The access log's status for a call whose client left first (nginx's convention).
+inline constexpr int kClientClosedRequest = 499;
+
+inline Error client_gone_error() {
+  return make_error(ErrorCode::kCancelled, "the client closed the connection");
+}
+
+namespace detail {
+// Cancellation must reach `op` as error values, not as an exception from its next co_await.
+// (optional: co_spawn needs a default-constructible result.)
+template <class T>
+Task<std::optional<T>> quietly_cancellable(Task<T> op) {
+  co_await boost::asio::this_coro::throw_if_cancelled(false);
+  co_return co_await std::move(op);
+}
+struct Unwatch {
+  http::ResponseWriter& writer;
+  ~Unwatch() { writer.unwatch_close(); }
+};
+// Clears the handler forwarding this coroutine's cancellation, however the scope ends.
+struct Unforward {
+  boost::asio::cancellation_slot slot;
+  ~Unforward() {
+    if (slot.is_connected()) slot.clear();
+  }
+};
+}  // namespace detail
+
+// Runs `op` (an engine call) unless the client closes its connection first: then `op` is
+// cancelled (its engine connection dropped, so the engine aborts the request), call.client_gone
+// is set and the result is kCancelled. `op` runs as a child coroutine bound to a signal that
+// the close watch emits; a cancellation of this coroutine (parallel mode cancelling the leg) is
+// forwarded to the same signal. Cost: one coroutine spawn and one peeking receive.
+template <class T>
+Task<Result<T>> unless_client_leaves(Call& call, Task<Result<T>> op) {
+  namespace asio = boost::asio;
+  if (call.client_gone) co_return client_gone_error();
+  auto cancel = std::make_shared<asio::cancellation_signal>();
+  if (!call.writer.watch_close([cancel, &call] {
+        call.client_gone = true;
+        cancel->emit(asio::cancellation_type::terminal);
+      })) {
+    co_return co_await std::move(op);
+  }
+  detail::Unwatch unwatch{call.writer};
+  asio::cancellation_state state = co_await asio::this_coro::cancellation_state;
+  detail::Unforward unforward{state.slot()};
+  if (unforward.slot.is_connected()) {
+    unforward.slot.assign([cancel](asio::cancellation_type type) { cancel->emit(type); });
+  }
+  auto executor = co_await asio::this_coro::executor;
+  auto child = detail::quietly_cancellable(std::move(op));
+  std::optional<Result<T>> result = co_await asio::co_spawn(
+      executor, std::move(child), asio::bind_cancellation_slot(cancel->slot(), asio::use_awaitable));
+  if (call.client_gone) co_return client_gone_error();
+  if (!result) co_return make_error(ErrorCode::kCancelled, "the engine call was cancelled");
+  co_return std::move(*result);
+}
 
 // The request to an engine: same route, `body`, the call's X-Request-Id.
 http::Request upstream_request(const Call& call, std::string body);

@@ -1,6 +1,9 @@
 #include "omni/proxy/config.hpp"
 
+#include <unordered_map>
+
 #include "omni/http/client.hpp"
+#include "omni/kvcache/block_hash.hpp"
 
 namespace omni::proxy {
 namespace {
@@ -11,11 +14,48 @@ Status valid_endpoint(const std::string& text) {
   return {};
 }
 
+// "host:port=tcp://..." → the engine's name (normalised like node names) and the ZeroMQ endpoint.
+Result<std::pair<std::string, std::string>> kv_events_pair(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq + 1 == text.size()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "'" + text + "' is not ENGINE=ZMQ_ENDPOINT (e.g. 10.0.0.1:8100=tcp://10.0.0.1:5557)");
+  }
+  auto engine = http::Endpoint::parse(text.substr(0, eq));
+  if (!engine) return std::move(engine).error();
+  return std::pair{engine->to_string(), text.substr(eq + 1)};
+}
+
+Status valid_kv_events_pair(const std::string& text) {
+  auto pair = kv_events_pair(text);
+  if (!pair) return std::move(pair).error();
+  return {};
+}
+
+std::string policy_doc() {
+  std::string doc = "Scheduling policy (default " + std::string(kDefaultPolicy) + "):";
+  for (const PolicySummary& p : policy_summaries()) doc += " " + p.name + " = " + p.summary + ";";
+  return doc;
+}
+
+void describe_prefix_index(config::Schema<PrefixIndexConfig>& s) {
+  using C = PrefixIndexConfig;
+  s.field("enabled", &C::enabled, "Keep a global prefix index (block hashes per node)");
+  s.field("predicted_ttl", &C::predicted_ttl,
+          "Lifetime of a placement's predicted blocks until the engine's events confirm them").min(1ms);
+  s.field("stale_after", &C::stale_after,
+          "KV-event silence after sending a node uncached work that makes its cache entries "
+          "stop attracting traffic").min(1ms);
+  s.field("max_entries", &C::max_entries, "Bound on (block, node) pairs; least recent dropped").min(1024);
+}
+
 void describe_node(config::Schema<NodeConfig>& s) {
   s.field("endpoint", &NodeConfig::endpoint, "host:port of the engine").each(valid_endpoint);
   s.field("group", &NodeConfig::group, "PD group: a decode choice stays within the prefill's group");
   s.field("bootstrap_port", &NodeConfig::bootstrap_port,
           "SGLang bootstrap port of this prefill node (parallel mode)");
+  s.field("kv_events_endpoint", &NodeConfig::kv_events_endpoint,
+          "ZeroMQ endpoint where this engine publishes its KV events (tcp://host:port)").non_empty();
 }
 
 void describe_limits(config::Schema<LimitsConfig>& s) {
@@ -56,6 +96,9 @@ void describe_health(config::Schema<HealthConfig>& s) {
           "Consecutive failed requests that open a node's circuit").min(1);
   s.field("ejection_time", &C::ejection_time, "First ejection; doubles on each re-ejection").min(1ms);
   s.field("max_ejection_time", &C::max_ejection_time, "Longest ejection").min(1ms);
+  s.field("engine_metrics", &C::engine_metrics,
+          "With each probe, read the engine's own load from its /metrics (vllm:num_requests_running, "
+          "vllm:num_requests_waiting, vllm:kv_cache_usage_perc) for the policies that weigh it");
 }
 
 }  // namespace
@@ -90,12 +133,37 @@ void describe(config::Schema<ProxyConfig>& s) {
                 {"parallel", PdMode::kParallel},
                 {"aggregated", PdMode::kAggregated}});
   s.field("bootstrap_port", &C::bootstrap_port, "Default SGLang bootstrap port of prefill nodes");
-  s.field("policy", &C::policy, "Scheduling policy: least-outstanding | round-robin")
+  s.field("policy", &C::policy, policy_doc())
       .each([](const std::string& name) -> Status {
         auto policy = make_policy(name);
         if (!policy) return std::move(policy).error();
         return {};
       });
+  s.field("tokenizer", &C::tokenizer,
+          "tokenizer.json (or a model directory) the engines use: exact token counts and block "
+          "hashes; without it text prompts are estimated at 4 bytes a token and not hashed").non_empty();
+  s.field("block_size", &C::block_size, "The engines' KV block size (--block-size)").range(1, 4096);
+  s.field("hash_algo", &C::hash_algo,
+          "The engines' --prefix-caching-hash-algo: sha256, sha256_cbor, xxhash, xxhash_cbor")
+      .each([](const std::string& name) -> Status {
+        auto algo = kvcache::parse_hash_algo(name);
+        if (!algo) return std::move(algo).error();
+        return {};
+      });
+  s.field("hash_seed", &C::hash_seed,
+          "The engines' PYTHONHASHSEED (root of the block-hash chain); default this process's "
+          "$PYTHONHASHSEED, else random (the engines' events then never match)");
+  s.field("send_token_ids", &C::send_token_ids,
+          "Send /v1/completions text prompts to the engine as the proxy's token ids (needs "
+          "--tokenizer; the engine skips tokenizing)");
+  s.field("chat_to_completions", &C::chat_to_completions,
+          "Render and tokenize chat requests in the proxy and send them to the engines' "
+          "/v1/completions, converting the answer back (needs --tokenizer with the model's "
+          "tokenizer_config.json; keep off for engines with a reasoning or tool parser)");
+  s.field("kv_events_endpoints", &C::kv_events_endpoints,
+          "KV-event streams: ENGINE=ZMQ_ENDPOINT per engine (host:port=tcp://host:port)")
+      .each(valid_kv_events_pair);
+  s.section("prefix_index", &C::prefix_index, describe_prefix_index);
   s.field("scheduler_tick", &C::scheduler_tick, "Scheduler pass period when idle").range(10us, 100ms);
   s.section("limits", &C::limits, describe_limits);
   s.section("timeouts", &C::timeouts, describe_timeouts);
@@ -115,28 +183,59 @@ void describe(config::Schema<ProxyConfig>& s) {
                         std::string("pd_mode ") + std::string(pd_mode_name(c.pd_mode)) +
                             " needs prefill endpoints");
     }
+    for (const auto& text : c.kv_events_endpoints) {
+      auto pair = kv_events_pair(text);
+      if (!pair) continue;  // reported by the field itself
+      bool known = false;
+      for (const NodeEntry& node : node_entries(c)) known = known || node.spec.name == pair->first;
+      if (!known) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "kv_events_endpoints: " + pair->first + " is not a configured engine");
+      }
+    }
+    if (c.send_token_ids && !c.tokenizer) {
+      return make_error(ErrorCode::kInvalidArgument, "send_token_ids needs a tokenizer");
+    }
+    if (c.chat_to_completions && !c.tokenizer) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "--chat-to-completions needs --tokenizer (the model's tokenizer and chat template)");
+    }
     return {};
   });
 }
 
 std::vector<NodeEntry> node_entries(const ProxyConfig& c) {
   std::vector<NodeEntry> entries;
+  std::unordered_map<std::string, std::string> events;  // engine name → ZeroMQ endpoint
+  for (const auto& text : c.kv_events_endpoints) {
+    if (auto pair = kv_events_pair(text)) events[pair->first] = pair->second;
+  }
   auto add = [&](Role role, const std::string& text, const std::string& group,
-                 std::optional<std::uint16_t> bootstrap) {
+                 std::optional<std::uint16_t> bootstrap, std::optional<std::string> kv_events) {
     auto endpoint = http::Endpoint::parse(text);
     if (!endpoint) return;  // validated at load
+    const std::string name = endpoint->to_string();
     for (const NodeEntry& known : entries) {
-      if (known.spec.role == role && known.spec.name == endpoint->to_string()) return;
+      if (known.spec.role == role && known.spec.name == name) return;
     }
-    entries.push_back({NodeSpec{endpoint->to_string(), role, group}, endpoint->host, endpoint->port,
-                       bootstrap.value_or(c.bootstrap_port)});
+    if (!kv_events) {
+      if (auto it = events.find(name); it != events.end()) kv_events = it->second;
+    }
+    NodeEntry entry{NodeSpec{name, role, group}, endpoint->host, endpoint->port,
+                    bootstrap.value_or(c.bootstrap_port), kv_events};
+    entry.spec.kv_events = kv_events.has_value();
+    entries.push_back(std::move(entry));
   };
   if (c.pd_mode != PdMode::kAggregated) {
-    for (const auto& text : c.prefill_endpoints) add(Role::kPrefill, text, "", std::nullopt);
-    for (const auto& node : c.prefill_nodes) add(Role::kPrefill, node.endpoint, node.group, node.bootstrap_port);
+    for (const auto& text : c.prefill_endpoints) add(Role::kPrefill, text, "", std::nullopt, std::nullopt);
+    for (const auto& node : c.prefill_nodes) {
+      add(Role::kPrefill, node.endpoint, node.group, node.bootstrap_port, node.kv_events_endpoint);
+    }
   }
-  for (const auto& text : c.decode_endpoints) add(Role::kDecode, text, "", std::nullopt);
-  for (const auto& node : c.decode_nodes) add(Role::kDecode, node.endpoint, node.group, std::nullopt);
+  for (const auto& text : c.decode_endpoints) add(Role::kDecode, text, "", std::nullopt, std::nullopt);
+  for (const auto& node : c.decode_nodes) {
+    add(Role::kDecode, node.endpoint, node.group, std::nullopt, node.kv_events_endpoint);
+  }
   return entries;
 }
 

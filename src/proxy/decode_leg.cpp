@@ -57,9 +57,21 @@ http::Headers client_headers(const Call& call, const http::Headers& upstream) {
   return headers;
 }
 
+// The client left while its engine call ran: the call was cancelled (its engine connection
+// closed, so the engine aborts); nothing is written back.
+LegResult client_left(Call& call) {
+  call.outcome = RequestOutcome::kClientDisconnected;
+  call.status = kClientClosedRequest;
+  call.error = client_gone_error().message;
+  call.g.metrics.cancelled_legs->inc();
+  return LegResult{LegEnd::kDone, Outcome::kNeutral};
+}
+
 Task<LegResult> send_whole(Call& call, http::Client& client, const http::Endpoint& to,
                            http::Request request) {
-  auto answer = co_await client.send(to, std::move(request));
+  auto send = client.send(to, std::move(request));  // named: GCC 12 and co_await temporaries
+  auto answer = co_await unless_client_leaves(call, std::move(send));
+  if (!answer && call.client_gone) co_return client_left(call);
   if (!answer) {
     call.error = answer.error().to_string();
     co_return LegResult{LegEnd::kRetry, Outcome::kFailure};
@@ -67,6 +79,12 @@ Task<LegResult> send_whole(Call& call, http::Client& client, const http::Endpoin
   if (answer->status >= 500) {
     call.error = to.to_string() + " answered " + std::to_string(answer->status);
     co_return LegResult{LegEnd::kRetry, Outcome::kFailure};
+  }
+  std::string not_completion;  // a converted chat request (chat_bridge.hpp) gets its chat body
+  if (answer->status == 200 && !chat_whole_body(call, answer->body, not_completion)) {
+    co_await answer_error(call, 502, not_completion, RequestOutcome::kUpstreamError,
+                          "BadGatewayError");
+    co_return LegResult{LegEnd::kDone, Outcome::kFailure};
   }
   call.life.output_event(call.g.clock.now(), 1);
   http::Response response;
@@ -108,6 +126,10 @@ Task<LegResult> relay(Call& call, http::ResponseStream& stream, std::string firs
   EventCounter counter;
   std::string piece = std::move(first);
   for (;;) {
+    // A converted chat request's events become chat chunks (chat_bridge.hpp); on a malformed
+    // engine event the piece ends with an error event and [DONE], and the stream ends here.
+    std::string chat_error;
+    const bool chat_ok = chat_stream_piece(call, piece, chat_error);
     const std::uint64_t events = counter.feed(piece);
     if (events > 0) {
       call.life.output_event(call.g.clock.now(), events);
@@ -121,6 +143,12 @@ Task<LegResult> relay(Call& call, http::ResponseStream& stream, std::string firs
       call.outcome = RequestOutcome::kClientDisconnected;
       call.g.metrics.cancelled_legs->inc();
       co_return LegResult{LegEnd::kDone, Outcome::kNeutral};
+    }
+    if (!chat_ok) {
+      call.error = chat_error;
+      call.outcome = RequestOutcome::kStreamError;
+      (void)co_await call.writer.end_stream();
+      co_return LegResult{LegEnd::kDone, Outcome::kFailure};
     }
     auto next = co_await stream.next();
     if (next && co_await leg_cancelled()) {
@@ -164,7 +192,10 @@ Task<LegResult> decode_once(Call& call, const Placement& placement, std::string 
   http::Request request = upstream_request(call, std::move(body));
   if (!call.info.stream) co_return co_await send_whole(call, client, to, std::move(request));
 
-  auto opened = co_await client.open(to, std::move(request));
+  // Until the first event the client has been sent nothing, so only a watch notices it leave.
+  auto open = client.open(to, std::move(request));
+  auto opened = co_await unless_client_leaves(call, std::move(open));
+  if (!opened && call.client_gone) co_return client_left(call);
   if (!opened) {
     call.error = opened.error().to_string();
     co_return LegResult{LegEnd::kRetry, Outcome::kFailure};
@@ -175,7 +206,9 @@ Task<LegResult> decode_once(Call& call, const Placement& placement, std::string 
     co_return LegResult{LegEnd::kRetry, Outcome::kFailure};
   }
   if (stream.status() != 200) co_return co_await forward_refusal(call, stream);
-  auto first = co_await stream.next();
+  auto next = stream.next();
+  auto first = co_await unless_client_leaves(call, std::move(next));
+  if (!first && call.client_gone) co_return client_left(call);
   if (first && co_await leg_cancelled()) {
     first = make_error(ErrorCode::kCancelled, "the prefill leg failed");
   }

@@ -9,6 +9,13 @@ namespace {
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
+
+// The dispatcher whose master role this thread holds, if any: a command issued from a decision
+// callback must not wait for a role its own thread holds.
+thread_local const void* t_master_of = nullptr;
+
+// Ticks in a row that may find the master role busy before the tick thread waits for it.
+constexpr int kTickMissesBeforeWaiting = 8;
 }  // namespace
 
 Dispatcher::Dispatcher(const Clock& clock, SchedulerOptions options, std::unique_ptr<Policy> policy,
@@ -18,16 +25,22 @@ Dispatcher::Dispatcher(const Clock& clock, SchedulerOptions options, std::unique
 Dispatcher::~Dispatcher() { stop(); }
 
 void Dispatcher::start() {
-  if (thread_.joinable()) return;
+  if (thread_.joinable() || stopping_.load()) return;
+  while (!try_become_master()) std::this_thread::yield();
   publish();
+  stop_being_master();
   thread_ = std::thread([this] { run(); });
 }
 
 void Dispatcher::stop() {
-  if (!thread_.joinable()) return;
-  stopping_.store(true);
-  wake();
-  thread_.join();
+  if (stopping_.exchange(true)) return;
+  if (thread_.joinable()) thread_.join();  // it notices within a tick
+  // A combiner on an I/O thread may hold the role: wait for its pass to end, then cancel
+  // whatever is left. A submit racing with this is cancelled by its own combining pass.
+  while (!try_become_master()) std::this_thread::yield();
+  pass(false);
+  stop_being_master();
+  combine();
 }
 
 Status Dispatcher::submit(Ticket ticket, DecisionFn on_decision) {
@@ -36,11 +49,21 @@ Status Dispatcher::submit(Ticket ticket, DecisionFn on_decision) {
   command.ticket = std::move(ticket);
   command.on_decision = std::move(on_decision);
   command.pushed = std::chrono::steady_clock::now();
-  if (stopping_.load() || !commands_.try_push(std::move(command))) {
+  if (stopping_.load()) return make_error(ErrorCode::kCancelled, "the proxy is shutting down");
+  if (!commands_.try_push(std::move(command))) {
     return make_error(ErrorCode::kResourceExhausted, "the scheduler's hand-over queue is full");
   }
-  wake();
+  combine();
   return {};
+}
+
+bool Dispatcher::post(std::function<void(Scheduler&)> fn) {
+  Command command;
+  command.kind = Kind::kRun;
+  command.run = std::move(fn);
+  if (!commands_.try_push(std::move(command))) return false;
+  combine();
+  return true;
 }
 
 void Dispatcher::release(const Lease& lease, Outcome outcome) {
@@ -88,45 +111,92 @@ DispatcherSnapshot Dispatcher::snapshot() const {
 
 void Dispatcher::push(Command command) {
   // Releases and the like are bounded by the requests in flight, so the queue (64k) fills only
-  // in a pathological burst; waiting for room keeps load accounting exact.
+  // in a pathological burst; making room (by combining) keeps load accounting exact.
   while (!commands_.try_push(std::move(command))) {
-    if (!thread_.joinable()) return;
-    std::this_thread::yield();
+    if (t_master_of == this) {
+      apply(command);  // a callback of our own pass: the queue cannot drain under us
+      return;
+    }
+    if (try_become_master()) {
+      pass(false);
+      stop_being_master();
+    } else {
+      std::this_thread::yield();
+    }
   }
-  wake();
+  combine();
 }
 
-void Dispatcher::wake() {
-  // Only the producer that flips the flag releases, so a sleep gets at most one token.
-  // The fence pairs with the scheduler's: either it sees our push, or we see it sleeping.
+bool Dispatcher::try_become_master() noexcept {
+  if (master_.load(std::memory_order_seq_cst) || master_.exchange(true, std::memory_order_seq_cst)) {
+    return false;
+  }
+  t_master_of = this;
+  return true;
+}
+
+void Dispatcher::stop_being_master() noexcept {
+  t_master_of = nullptr;
+  master_.store(false, std::memory_order_seq_cst);
+}
+
+void Dispatcher::combine() {
+  // No lost commands: a pusher whose try fails leaves its command to the holder, and the
+  // holder looks at the queue again after giving the role up. The two fences (here, after the
+  // push, and after the release below) order "push; look at the role" against "release the
+  // role; look at the queue": at least one side sees the other.
+  if (t_master_of == this) return;  // issued from a callback: our own loop picks it up
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (sleeping_.load() && sleeping_.exchange(false)) wake_.release();
+  while (!commands_.looks_empty()) {
+    if (!try_become_master()) return;
+    pass(false);
+    stop_being_master();
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+}
+
+void Dispatcher::pass(bool tick) {
+  const bool changed = drain_commands();
+  if (stopping_.load()) {
+    cancel_all_pending();
+    publish();
+    return;
+  }
+  // Nothing waiting, nothing to place: a pass that only applied releases or probes is not
+  // timed (scheduler_pass_seconds measures placement work, not bookkeeping).
+  if ((changed || tick) && !pending_.empty()) {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<Decision> decisions = scheduler_.schedule();
+    if (metrics_.pass_duration) metrics_.pass_duration->observe(seconds_since(start));
+    deliver(decisions);
+    // A decision callback may have queued commands (a release of an abandoned lease); they
+    // are applied by the combining loop's next pass.
+  }
+  dirty_ = dirty_ || changed;
+  if (publish_now_ || (tick && dirty_)) publish();
 }
 
 void Dispatcher::run() {
+  int missed = 0;
   while (!stopping_.load()) {
-    const bool changed = drain_commands();
-    if (!pending_.empty() || changed) {
-      const auto start = std::chrono::steady_clock::now();
-      std::vector<Decision> decisions = scheduler_.schedule();
-      if (metrics_.pass_duration) metrics_.pass_duration->observe(seconds_since(start));
-      deliver(decisions);
+    // A plain sleep: a semaphore's timed wait spins with sched_yield first (libstdc++), which
+    // on a shared core hands the CPU back and forth with the I/O thread every tick.
+    std::this_thread::sleep_for(tick_);
+    if (stopping_.load()) break;
+    // Ticks expire queue timeouts, re-open circuits and refresh the snapshot. When a combiner
+    // holds the role, the tick moves to the next period: spinning for the role (sched_yield)
+    // would steal the core from the very I/O thread that holds it. Only after many misses in
+    // a row does the tick wait for the role, so that its work is never postponed for long.
+    if (!try_become_master()) {
+      if (++missed < kTickMissesBeforeWaiting) continue;
+      while (!stopping_.load() && !try_become_master()) std::this_thread::yield();
+      if (stopping_.load()) break;
     }
-    if (changed) publish();
-    // Sleep one tick unless a command arrives; the flag keeps producers from waking a running
-    // thread (a wake is a syscall). A command pushed just before the flag was raised is found
-    // by the re-check; a token left by a producer that flipped the flag after a timed-out
-    // wait only shortens the next sleep.
-    sleeping_.store(true);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (commands_.looks_empty() || !sleeping_.exchange(false)) (void)wake_.try_acquire_for(tick_);
-    sleeping_.store(false);
+    missed = 0;
+    pass(true);
+    stop_being_master();
+    combine();
   }
-  drain_commands();
-  for (auto& [id, pending] : pending_) {
-    pending.on_decision(make_error(ErrorCode::kCancelled, "the proxy is shutting down"));
-  }
-  pending_.clear();
 }
 
 bool Dispatcher::drain_commands() {
@@ -142,6 +212,10 @@ void Dispatcher::apply(Command& command) {
   switch (command.kind) {
     case Kind::kSubmit: {
       const std::uint64_t id = command.ticket.id;
+      if (stopping_.load()) {
+        command.on_decision(make_error(ErrorCode::kCancelled, "the proxy is shutting down"));
+        return;
+      }
       if (Status status = scheduler_.submit(std::move(command.ticket)); !status) {
         command.on_decision(std::move(status).error());
         return;
@@ -154,21 +228,35 @@ void Dispatcher::apply(Command& command) {
       if (scheduler_.cancel(command.id)) {
         auto it = pending_.find(command.id);
         if (it != pending_.end()) {
-          it->second.on_decision(make_error(ErrorCode::kCancelled, "cancelled"));
+          DecisionFn on_decision = std::move(it->second.on_decision);
           pending_.erase(it);
+          on_decision(make_error(ErrorCode::kCancelled, "cancelled"));
         }
       }
       return;
-    case Kind::kProbe: scheduler_.report_probe(static_cast<std::uint32_t>(command.id), command.flag); return;
-    case Kind::kDrain: (void)scheduler_.set_draining(command.name, command.flag); return;
-    case Kind::kSetNodes: scheduler_.set_nodes(command.nodes); return;
+    case Kind::kProbe:
+      scheduler_.report_probe(static_cast<std::uint32_t>(command.id), command.flag);
+      publish_now_ = true;
+      return;
+    case Kind::kDrain:
+      (void)scheduler_.set_draining(command.name, command.flag);
+      publish_now_ = true;
+      return;
+    case Kind::kSetNodes:
+      scheduler_.set_nodes(command.nodes);
+      refresh_names();
+      publish_now_ = true;
+      return;
+    case Kind::kRun:
+      if (command.run) command.run(scheduler_);
+      refresh_names();  // the function may have changed the node set
+      publish_now_ = true;
+      return;
     case Kind::kNone: return;
   }
 }
 
 void Dispatcher::deliver(std::vector<Decision>& decisions) {
-  if (decisions.empty()) return;
-  const std::vector<NodeStatus> nodes = scheduler_.nodes();
   for (Decision& decision : decisions) {
     auto it = pending_.find(decision.ticket);
     if (it == pending_.end()) continue;
@@ -180,15 +268,33 @@ void Dispatcher::deliver(std::vector<Decision>& decisions) {
       continue;
     }
     Placement placement{*decision.lease, {}, {}};
-    for (const NodeStatus& node : nodes) {
-      if (node.id == placement.lease.node) {
-        placement.node = node.spec.name;
-        placement.group = node.spec.group;
-      }
+    auto name = names_.find(placement.lease.node);
+    if (name == names_.end()) {
+      refresh_names();
+      name = names_.find(placement.lease.node);
+    }
+    if (name != names_.end()) {
+      placement.node = name->second.name;
+      placement.group = name->second.group;
     }
     pending.on_decision(std::move(placement));
   }
-  publish();
+  if (!decisions.empty()) dirty_ = true;
+}
+
+void Dispatcher::cancel_all_pending() {
+  // Moved out first: a callback may issue commands, which must not touch the map we walk.
+  auto pending = std::move(pending_);
+  pending_.clear();
+  for (auto& [id, entry] : pending) {
+    (void)scheduler_.cancel(id);
+    entry.on_decision(make_error(ErrorCode::kCancelled, "the proxy is shutting down"));
+  }
+}
+
+void Dispatcher::refresh_names() {
+  names_.clear();
+  for (const NodeStatus& node : scheduler_.nodes()) names_[node.id] = {node.spec.name, node.spec.group};
 }
 
 void Dispatcher::publish() {
@@ -197,6 +303,8 @@ void Dispatcher::publish() {
   snapshot.waiting = scheduler_.waiting();
   snapshot.prefill_usable = scheduler_.usable(Role::kPrefill);
   snapshot.decode_usable = scheduler_.usable(Role::kDecode);
+  dirty_ = false;
+  publish_now_ = false;
   std::lock_guard lock(snapshot_mu_);
   snapshot_ = std::move(snapshot);
 }

@@ -1,11 +1,21 @@
-// Dispatcher: the master of omni-proxy's master/worker split. One thread owns the Scheduler
-// and makes every placement decision from its single view of queues and node loads; the I/O
-// workers hand it commands through one bounded lock-free queue and get decisions back as
-// callbacks (which post to the worker's own executor).
+// Dispatcher: the master of omni-proxy's master/worker split. Every placement decision is made
+// by one master from one consistent view of queues and node loads (the Scheduler), whatever
+// I/O worker the request arrived on. The master is a *role*, not a thread (flat combining):
 //
-//   worker threads ──try_push(Command)──▶ BoundedQueue ──▶ scheduler thread
-//                                                            │ apply commands, schedule()
-//   worker executor ◀──post(decision)───────────────────────┘ every tick or when woken
+//   worker: try_push(Command) ──▶ BoundedQueue ──┐
+//           try to take the master role ─────────┤ got it: drain every queued command (its own
+//                                                │   and other workers'), schedule(), deliver;
+//                                                │   release the role, re-check the queue
+//                                                │ busy: the holder re-checks the queue after
+//                                                │   releasing the role, so nothing is stranded
+//   background thread: every tick (queue timeouts, circuits, aging) takes the same role
+//
+// In the common case (an idle dispatcher, a free node) a submit is decided before submit()
+// returns, on the submitting thread, with no thread hop and no wake-up syscall: the decision
+// callback runs inline. Decisions for other workers' tickets run their callbacks on whichever
+// thread is master; the gateway's callback posts them to the owning worker's executor.
+// Callbacks run in the master context: they must not block, and may call any member (a
+// command issued from a callback is queued and applied before the master role is released).
 //
 // Threading: every public member is safe from any thread.
 #pragma once
@@ -13,7 +23,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <semaphore>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -31,7 +40,8 @@ struct Placement {
   std::string node;
   std::string group;
 };
-// Called on the scheduler thread, exactly once per submitted ticket (also at stop()).
+// Called in the master context (any thread: the submitter's, another submitter's, or the
+// background thread), exactly once per accepted ticket (kCancelled at stop()).
 using DecisionFn = std::function<void(Result<Placement>)>;
 
 struct DispatcherSnapshot {
@@ -55,22 +65,29 @@ class Dispatcher {
   Dispatcher& operator=(const Dispatcher&) = delete;
 
   void start();
-  // Joins the thread; undecided tickets get kCancelled.
+  // Joins the background thread; undecided tickets (and any submitted later) get kCancelled.
   void stop();
 
-  // kResourceExhausted when the hand-over queue is full (the caller answers 429).
+  // kResourceExhausted when the hand-over queue is full (the caller answers 429). When the
+  // master role is free, the ticket is scheduled (and, if a node is free, decided: the
+  // callback has run) before this returns.
   Status submit(Ticket ticket, DecisionFn on_decision);
+  // Runs `fn` in the master context (serialised with every decision), soon. false when the
+  // command queue is full (the caller counts a drop). Safe from any thread.
+  bool post(std::function<void(Scheduler&)> fn);
   void release(const Lease& lease, Outcome outcome);
   void cancel(std::uint64_t ticket);
   void probe(std::uint32_t node, bool healthy);
   void drain(std::string node, bool draining);
   void set_nodes(std::vector<NodeSpec> nodes);
 
-  // A copy of the last published state (refreshed after every pass that changed something).
+  // A copy of the last published state: refreshed by the pass that applied a reload, drain or
+  // probe, and otherwise at most one tick after a pass that changed loads or the queue
+  // (copying every node on each decision would cost the hot path an allocation per node).
   DispatcherSnapshot snapshot() const;
 
  private:
-  enum class Kind { kNone, kSubmit, kRelease, kCancel, kProbe, kDrain, kSetNodes };
+  enum class Kind { kNone, kSubmit, kRelease, kCancel, kProbe, kDrain, kSetNodes, kRun };
   struct Command {
     Kind kind = Kind::kNone;
     Ticket ticket;
@@ -81,6 +98,7 @@ class Dispatcher {
     bool flag = false;
     std::string name;
     std::vector<NodeSpec> nodes;
+    std::function<void(Scheduler&)> run;
     std::chrono::steady_clock::time_point pushed{};
   };
   struct Pending {
@@ -88,25 +106,42 @@ class Dispatcher {
     std::chrono::steady_clock::time_point pushed{};
   };
 
+  struct NodeName {
+    std::string name;
+    std::string group;
+  };
+
   void push(Command command);  // for commands that must not be lost: waits for room
-  void wake();
-  void run();
+  // The combining loop: while commands are queued and the master role is free, take it and
+  // run a pass. Returns without waiting when another thread holds the role.
+  void combine();
+  bool try_become_master() noexcept;
+  void stop_being_master() noexcept;
+  void pass(bool tick);  // master only
+  void run();            // the background thread
   bool drain_commands();
   void apply(Command& command);
   void deliver(std::vector<Decision>& decisions);
+  void cancel_all_pending();
+  void refresh_names();
   void publish();
 
+  // ---- master context only (whoever holds master_) ----
   Scheduler scheduler_;
+  std::unordered_map<std::uint64_t, Pending> pending_;
+  std::unordered_map<std::uint32_t, NodeName> names_;  // node id → name and group
+  bool dirty_ = false;        // loads or queue changed since the last publish
+  bool publish_now_ = false;  // a reload, drain or probe: publish at the end of this pass
+
   Duration tick_;
   DispatcherMetrics metrics_;
   detail::BoundedQueue<Command> commands_{1 << 16};
-  std::unordered_map<std::uint64_t, Pending> pending_;  // scheduler thread only
+  // The master role. An atomic flag rather than a mutex: only try-lock is ever used, and the
+  // combining loop needs its release and the queue re-check ordered (seq_cst), see combine().
+  std::atomic<bool> master_{false};
 
   std::atomic<bool> stopping_{false};
-  // The scheduler thread sleeps on a semaphore, never on a mutex that producers contend for:
-  // a producer that finds it sleeping flips the flag and releases once.
-  std::atomic<bool> sleeping_{false};
-  std::counting_semaphore<1 << 20> wake_{0};
+  std::atomic<bool> stopped_{false};  // after stop(): every command is answered by cancelling
   std::thread thread_;
 
   mutable std::mutex snapshot_mu_;

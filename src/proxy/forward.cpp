@@ -25,8 +25,21 @@ struct DecisionWait {
   explicit DecisionWait(asio::any_io_executor ex) : executor(ex), timer(ex) {}
   asio::any_io_executor executor;
   asio::steady_timer timer;
+  // The I/O thread (one io_context each) that waits: a decision made on it needs no post.
+  std::thread::id thread = std::this_thread::get_id();
   std::optional<Result<Placement>> result;
   bool abandoned = false;
+  bool client_gone = false;
+
+  // On the waiting thread only.
+  void take(Gateway::Impl& g, Result<Placement> decision) {
+    if (abandoned) {
+      if (decision) g.dispatcher->release(decision->lease, Outcome::kNeutral);
+      return;
+    }
+    result = std::move(decision);
+    timer.cancel();
+  }
 };
 
 Ticket make_ticket(Call& call, Role role, std::uint32_t attempt, std::vector<std::uint32_t> tried,
@@ -39,7 +52,24 @@ Ticket make_ticket(Call& call, Role role, std::uint32_t attempt, std::vector<std
   ticket.tried = std::move(tried);
   ticket.attempt = attempt;
   ticket.group = std::move(group);
+  // Only placements that prefill look prefixes up (a PD decode leg goes by load).
+  if (role == Role::kPrefill || call.g.config.pd_mode == PdMode::kAggregated) {
+    ticket.block_hashes = call.prompt.block_hashes;
+  }
   return ticket;
+}
+
+// Tokenize once (prompt.hpp): the exact count replaces the byte estimate, the block hashes go
+// with every ticket; with --send-token-ids a text prompt reaches the engines as those ids.
+void read_prompt(Call& call) {
+  call.prompt = call.g.prompts->read(call.request.body, call.api);
+  if (call.prompt.tokens) call.info.prompt_tokens = *call.prompt.tokens;
+  if (!call.g.config.send_token_ids || call.prompt.text_ids.empty()) return;
+  std::string ids = "[";
+  for (std::uint32_t id : call.prompt.text_ids) ids += std::to_string(id) + ',';
+  ids.back() = ']';
+  auto body = edit_object(call.request.body, {JsonEdit{"prompt", std::move(ids)}});
+  if (body) call.request.body = std::move(*body);
 }
 
 // ---- sequential -----------------------------------------------------------------------------
@@ -66,7 +96,7 @@ Task<std::optional<PrefillDone>> run_prefill(Call& call) {
       call.g.metrics.prefill_retries->inc();
     }
     Ticket ticket = make_ticket(call, Role::kPrefill, attempt, tried, "");
-    auto placement = co_await acquire(call.g, std::move(ticket));
+    auto placement = co_await acquire(call.g, std::move(ticket), &call);
     if (!placement) {
       if (attempt > 0 && placement.error().code == ErrorCode::kUnavailable) break;
       co_await answer_no_node(call, placement.error());
@@ -84,7 +114,15 @@ Task<std::optional<PrefillDone>> run_prefill(Call& call) {
     call.life.mark(Stage::kPrefilling, call.g.clock.now());
     const http::Endpoint to{node->host, node->port};
     http::Request request = upstream_request(call, *prefill);
-    auto answer = co_await client.send(to, std::move(request));
+    auto send = client.send(to, std::move(request));  // named: see run_parallel on GCC 12
+    auto answer = co_await unless_client_leaves(call, std::move(send));
+    if (!answer && call.client_gone) {
+      call.g.metrics.cancelled_legs->inc();
+      call.g.dispatcher->release(placement->lease, Outcome::kNeutral);
+      co_await answer_error(call, kClientClosedRequest, answer.error().message,
+                            RequestOutcome::kClientDisconnected);
+      co_return std::nullopt;
+    }
     if (!answer || answer->status >= 500) {
       call.error = answer ? to.to_string() + " answered " + std::to_string(answer->status)
                           : answer.error().to_string();
@@ -103,6 +141,12 @@ Task<std::optional<PrefillDone>> run_prefill(Call& call) {
       response.headers.add("Content-Type", std::string(answer->headers.get("Content-Type").value_or("application/json")));
       response.headers.add("X-Request-Id", call.request_id);
       response.body = std::move(answer->body);
+      std::string not_completion;
+      if (response.status == 200 && !chat_whole_body(call, response.body, not_completion)) {
+        co_await answer_error(call, 502, not_completion, RequestOutcome::kUpstreamError,
+                              "BadGatewayError");
+        co_return std::nullopt;
+      }
       call.status = response.status;
       call.outcome = response.status >= 400 ? RequestOutcome::kClientError : RequestOutcome::kSuccess;
       call.bytes_out += response.body.size();
@@ -127,7 +171,7 @@ Task<void> run_decode(Call& call, std::string body, std::string group) {
       call.g.metrics.decode_retries->inc();
     }
     Ticket ticket = make_ticket(call, Role::kDecode, attempt, tried, group);
-    auto placement = co_await acquire(call.g, std::move(ticket));
+    auto placement = co_await acquire(call.g, std::move(ticket), &call);
     if (!placement) {
       if (attempt > 0 && placement.error().code == ErrorCode::kUnavailable) break;
       co_await answer_no_node(call, placement.error());
@@ -203,7 +247,7 @@ Task<void> run_parallel(Call& call) {
     if (attempt > 0) call.prefill_retries++;
     call.life.mark(Stage::kWaitingPrefill, call.g.clock.now());
     Ticket prefill_ticket = make_ticket(call, Role::kPrefill, attempt, tried_prefill, "");
-    auto prefill = co_await acquire(call.g, std::move(prefill_ticket));
+    auto prefill = co_await acquire(call.g, std::move(prefill_ticket), &call);
     if (!prefill) {
       if (attempt > 0 && prefill.error().code == ErrorCode::kUnavailable) break;
       co_await answer_no_node(call, prefill.error());
@@ -214,7 +258,7 @@ Task<void> run_parallel(Call& call) {
     call.entry.prefill_node.store(prefill->lease.node, std::memory_order_relaxed);
     call.life.mark(Stage::kWaitingDecode, call.g.clock.now());
     Ticket decode_ticket = make_ticket(call, Role::kDecode, attempt, tried_decode, prefill->group);
-    auto decode = co_await acquire(call.g, std::move(decode_ticket));
+    auto decode = co_await acquire(call.g, std::move(decode_ticket), &call);
     if (!decode) {
       call.g.dispatcher->release(prefill->lease, Outcome::kNeutral);
       if (attempt > 0 && decode.error().code == ErrorCode::kUnavailable) break;
@@ -285,25 +329,42 @@ bool authorised(const Call& call) {
 
 }  // namespace
 
-Task<Result<Placement>> acquire(Gateway::Impl& g, Ticket ticket) {
+Task<Result<Placement>> acquire(Gateway::Impl& g, Ticket ticket, Call* client) {
   auto executor = co_await asio::this_coro::executor;
   auto wait = std::make_shared<DecisionWait>(executor);
   const std::uint64_t id = ticket.id;
+  // Usually the decision is made inside submit(), on this thread (the dispatcher combines):
+  // then it is taken at once, with no post and no wake-up. Otherwise the master that made it
+  // posts it here.
   Status submitted = g.dispatcher->submit(std::move(ticket), [wait, &g](Result<Placement> decision) {
+    if (std::this_thread::get_id() == wait->thread) {
+      wait->take(g, std::move(decision));
+      return;
+    }
     asio::post(wait->executor, [wait, &g, decision = std::move(decision)]() mutable {
-      if (wait->abandoned) {
-        if (decision) g.dispatcher->release(decision->lease, Outcome::kNeutral);
-        return;
-      }
-      wait->result = std::move(decision);
-      wait->timer.cancel();
+      wait->take(g, std::move(decision));
     });
   });
   if (!submitted) co_return std::move(submitted).error();
+  if (wait->result) co_return std::move(*wait->result);
+  // The ticket waits in the proxy queue: a client that leaves meanwhile cancels it at once.
+  std::optional<detail::Unwatch> unwatch;
+  if (client && client->writer.watch_close([wait, client] {
+        client->client_gone = true;
+        wait->client_gone = true;
+        wait->timer.cancel();
+      })) {
+    unwatch.emplace(client->writer);
+  }
   // The scheduler answers within the queue timeout; the margin covers its tick.
   wait->timer.expires_after(g.config.timeouts.queue + std::chrono::seconds(5));
   while (!wait->result) {
     auto [ec] = co_await wait->timer.async_wait(kAsTuple);
+    if (wait->client_gone && !wait->result) {
+      wait->abandoned = true;
+      g.dispatcher->cancel(id);
+      co_return client_gone_error();
+    }
     if (!ec && !wait->result) {
       wait->abandoned = true;
       g.dispatcher->cancel(id);
@@ -316,7 +377,7 @@ Task<Result<Placement>> acquire(Gateway::Impl& g, Ticket ticket) {
 http::Request upstream_request(const Call& call, std::string body) {
   http::Request request;
   request.method = http::Method::kPost;
-  request.target = std::string(call.request.target);
+  request.target = engine_target(call);  // /v1/completions for a converted chat request
   request.headers.add("Content-Type", "application/json");
   request.headers.add("X-Request-Id", call.request_id);
   request.body = std::move(body);
@@ -325,10 +386,10 @@ http::Request upstream_request(const Call& call, std::string body) {
 
 Task<void> answer_error(Call& call, int status, std::string message, RequestOutcome outcome,
                         std::string_view type, std::string_view param) {
-  call.outcome = outcome;
-  call.status = status;
+  call.outcome = call.client_gone ? RequestOutcome::kClientDisconnected : outcome;
+  call.status = call.client_gone ? kClientClosedRequest : status;
   if (call.error.empty()) call.error = message;
-  if (call.writer.started()) co_return;
+  if (call.writer.started() || call.client_gone) co_return;
   http::Response response = http::error_response(status, message, type, param);
   response.headers.add("X-Request-Id", call.request_id);
   if (status == 429) response.headers.add("Retry-After", "1");
@@ -338,6 +399,10 @@ Task<void> answer_error(Call& call, int status, std::string message, RequestOutc
 
 Task<void> answer_no_node(Call& call, const Error& error) {
   call.error = error.to_string();
+  if (call.client_gone) {
+    co_await answer_error(call, kClientClosedRequest, error.message, RequestOutcome::kClientDisconnected);
+    co_return;
+  }
   if (error.code == ErrorCode::kResourceExhausted) {
     co_await answer_error(call, 429, "the proxy is at capacity; retry later", RequestOutcome::kRejected,
                           "RateLimitError");
@@ -366,6 +431,7 @@ Task<void> handle_generate(Gateway::Impl& g, http::Request& request, http::Respo
   g.inflight.add(call.id, &call.entry);
 
   BadRequest bad;
+  ChatBridge chat;  // --chat-to-completions; the legs reach it through call.entry.chat
   if (!authorised(call)) {
     co_await answer_error(call, 401, "Unauthorized: a valid API key is required",
                           RequestOutcome::kClientError, "AuthenticationError");
@@ -374,7 +440,8 @@ Task<void> handle_generate(Gateway::Impl& g, http::Request& request, http::Respo
                           bad.param);
   } else {
     call.info = *info;
-    // No tokenizer or prefix index yet: these stages pass at once (the seam for issue 5).
+    if (!chat.begin(call)) read_prompt(call);  // a converted chat request has its ids already
+    // The prefix lookup itself happens in the scheduler, with the placement.
     call.life.mark(Stage::kTokenized, g.clock.now());
     call.life.mark(Stage::kPrefixMatched, g.clock.now());
     switch (g.config.pd_mode) {

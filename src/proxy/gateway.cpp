@@ -17,7 +17,18 @@ SchedulerOptions scheduler_options(const ProxyConfig& c) {
   o.failures_to_eject = c.health.failures_to_eject;
   o.ejection_time = c.health.ejection_time;
   o.max_ejection_time = c.health.max_ejection_time;
+  o.aggregated = c.pd_mode == PdMode::kAggregated;
+  o.prefill_ends_at_release = c.pd_mode == PdMode::kSequential;
+  o.block_size = c.block_size;
+  o.prefix.enabled = c.prefix_index.enabled;
+  o.prefix.predicted_ttl = c.prefix_index.predicted_ttl;
+  o.prefix.stale_after = c.prefix_index.stale_after;
+  o.prefix.max_entries = c.prefix_index.max_entries;
   return o;
+}
+
+PromptOptions prompt_options(const ProxyConfig& c) {
+  return {c.tokenizer, c.block_size, c.hash_algo, c.hash_seed};
 }
 
 http::ServerOptions server_options(const ProxyConfig& c) {
@@ -193,21 +204,38 @@ Gateway::~Gateway() { stop(); }
 Result<std::unique_ptr<Gateway>> Gateway::create(ProxyConfig config) {
   auto impl = std::make_unique<Impl>();
   impl->config = std::move(config);
-  auto policy = make_policy(impl->config.policy);
+  PolicyOptions policy_options;
+  policy_options.block_size = impl->config.block_size;
+  auto policy = make_policy(impl->config.policy, policy_options);
   if (!policy) return std::move(policy).error();
+  auto prompts = PromptReader::create(prompt_options(impl->config));
+  if (!prompts) return std::move(prompts).error();
+  impl->prompts = std::move(*prompts);
   auto metrics = ProxyMetrics::create(impl->registry);
   if (!metrics) return std::move(metrics).error();
   impl->metrics = *metrics;
+  if (impl->config.chat_to_completions) {
+    // The tokenizer PromptReader loaded (config validation makes --tokenizer required here).
+    auto chat = ChatToCompletions::create(impl->prompts->tokenizer(), impl->metrics.chat_converted,
+                                          impl->metrics.chat_not_converted);
+    if (!chat) return std::move(chat).error();
+    impl->chat = std::move(*chat);
+  }
   if (Status s = impl->access_log.open(impl->config.access_log); !s) return std::move(s).error();
   impl->random_state = static_cast<std::uint64_t>(
       std::chrono::steady_clock::now().time_since_epoch().count());
+  SchedulerOptions options = scheduler_options(impl->config);
+  options.observer = &impl->prefix_lookups;
   impl->dispatcher = std::make_unique<Dispatcher>(
-      impl->clock, scheduler_options(impl->config), std::move(*policy), impl->config.scheduler_tick,
+      impl->clock, options, std::move(*policy), impl->config.scheduler_tick,
       DispatcherMetrics{impl->metrics.scheduling_latency, impl->metrics.scheduler_pass});
   const auto entries = node_entries(impl->config);
   impl->directory.replace(entries);
   impl->dispatcher->set_nodes(specs_of(entries));
   if (Status s = export_gauges(*impl); !s) return std::move(s).error();
+  Status prefix = export_prefix_metrics(impl->registry, *impl->dispatcher, impl->prefix_lookups);
+  if (!prefix) return std::move(prefix).error();
+  impl->kv_feeds = std::make_unique<KvEventFeeds>(*impl->dispatcher);
   impl->server = std::make_unique<http::Server>(server_options(impl->config), make_handler(*impl));
   return std::unique_ptr<Gateway>(new Gateway(std::move(impl)));
 }
@@ -219,6 +247,10 @@ Status Gateway::start() {
     return s;
   }
   start_health_checks(*impl_);
+  if (Status s = impl_->kv_feeds->follow(node_entries(impl_->config)); !s) {
+    stop();
+    return s;
+  }
   return {};
 }
 
@@ -237,6 +269,9 @@ void Gateway::reload(const ProxyConfig& config) {
   }
   impl_->directory.replace(merged);
   impl_->dispatcher->set_nodes(specs_of(entries));
+  if (Status s = impl_->kv_feeds->follow(entries); !s) {
+    log::get("proxy")->error("reload: {}", s.error().message);
+  }
   log::get("proxy")->info("pools reloaded: {} nodes", entries.size());
 }
 
@@ -247,6 +282,7 @@ void Gateway::on_reload_request(std::function<Status()> callback) {
 void Gateway::stop() {
   if (!impl_) return;
   stop_health_checks(*impl_);
+  if (impl_->kv_feeds) impl_->kv_feeds->stop();
   if (impl_->server) impl_->server->stop();
   if (impl_->dispatcher) impl_->dispatcher->stop();
 }

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdio>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -13,12 +14,15 @@
 #include <unordered_map>
 #include <vector>
 
+#include "chat_bridge.hpp"
 #include "dispatcher.hpp"
+#include "kv_feed.hpp"
 #include "omni/http/client.hpp"
 #include "omni/http/server.hpp"
 #include "omni/proxy/gateway.hpp"
 #include "omni/proxy/lifecycle.hpp"
 #include "omni/proxy/rewrite.hpp"
+#include "prompt.hpp"
 #include "proxy_metrics.hpp"
 
 namespace omni::proxy {
@@ -40,6 +44,8 @@ struct InflightEntry {
   std::string request_id;
   std::string route;
   const Lifecycle* life = nullptr;
+  // Set while a chat request goes to the engines as a completions request (chat_bridge.hpp).
+  ChatBridge* chat = nullptr;
   TimePoint received{};
   std::atomic<std::int64_t> prefill_node{-1};
   std::atomic<std::int64_t> decode_node{-1};
@@ -78,6 +84,10 @@ struct Gateway::Impl {
   metrics::Registry registry;
   ProxyMetrics metrics;
   std::unique_ptr<Dispatcher> dispatcher;
+  std::unique_ptr<PromptReader> prompts;     // tokens and block hashes of each prompt
+  std::unique_ptr<ChatToCompletions> chat;   // --chat-to-completions; null when off
+  PrefixLookupMetrics prefix_lookups;        // the Scheduler's observer
+  std::unique_ptr<KvEventFeeds> kv_feeds;    // engines' KV events into the prefix index
   NodeDirectory directory;
   Inflight inflight;
   AccessLog access_log;
@@ -85,6 +95,11 @@ struct Gateway::Impl {
   std::atomic<std::uint64_t> next_id{1};
   std::atomic<std::uint64_t> random_state{0};
   std::function<Status()> reload_request;
+  // /admin/reload reads and parses the configuration off the I/O threads, one at a time (a
+  // second one meanwhile gets 409). Declared after `server`, so destroyed (joined) before it:
+  // the job posts its answer to an I/O thread's executor.
+  std::atomic<bool> reload_running{false};
+  std::future<void> reload_job;
 
   // Active health checks: one thread with its own event loop and client.
   std::thread health_thread;

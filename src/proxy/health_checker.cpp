@@ -1,6 +1,9 @@
 // Active health checks: one thread with its own event loop probes GET /health on every node
 // each interval and reports to the scheduler, which takes failing nodes out and re-admits
-// them (a passively ejected node gets a trial request once its probe succeeds).
+// them (a passively ejected node gets a trial request once its probe succeeds). When
+// health.engine_metrics is on, it also reads each healthy engine's GET /metrics for the load
+// the engine itself reports (running, waiting, KV-cache usage: the llm-d and SGLang policies
+// weigh them) and hands it to the scheduler.
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -8,12 +11,62 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <cmath>
+#include <cstdlib>
+
 #include "gateway_impl.hpp"
 
 namespace omni::proxy {
 namespace {
 
 namespace asio = boost::asio;
+
+// One sample's value: the last field of a Prometheus text line. Malformed: nullopt.
+std::optional<double> sample_value(std::string_view line) {
+  const auto space = line.find_last_of(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  const std::string text(line.substr(space + 1));
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || !std::isfinite(value) || value < 0) return std::nullopt;
+  return value;
+}
+
+bool is_sample_of(std::string_view line, std::string_view name) {
+  return line.starts_with(name) && line.size() > name.size() &&
+         (line[name.size()] == '{' || line[name.size()] == ' ');
+}
+
+// vLLM's gauges, summed over their label sets (one per engine core / model); KV usage: the most
+// used one.
+EngineLoad engine_load(std::string_view text) {
+  double running = 0, waiting = 0, kv = 0;
+  while (!text.empty()) {
+    const auto eol = text.find('\n');
+    const std::string_view line = text.substr(0, eol);
+    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
+    if (line.empty() || line[0] == '#') continue;
+    const auto value = sample_value(line);
+    if (!value) continue;
+    if (is_sample_of(line, "vllm:num_requests_running")) running += *value;
+    if (is_sample_of(line, "vllm:num_requests_waiting")) waiting += *value;
+    if (is_sample_of(line, "vllm:kv_cache_usage_perc")) kv = std::max(kv, *value);
+  }
+  constexpr double kMaxCount = 1e9;
+  return {static_cast<std::uint32_t>(std::min(running, kMaxCount)),
+          static_cast<std::uint32_t>(std::min(waiting, kMaxCount)), std::min(kv, 1.0)};
+}
+
+Task<void> scrape_load(Gateway::Impl& g, http::Client& client, const std::string& name,
+                       const http::Endpoint& to) {
+  http::Request request;
+  request.method = http::Method::kGet;
+  request.target = "/metrics";
+  auto answer = co_await client.send(to, std::move(request));
+  if (!answer || answer->status != 200) co_return;
+  const EngineLoad load = engine_load(answer->body);
+  (void)g.dispatcher->post([name, load](Scheduler& s) { s.report_engine_load(name, load); });
+}
 
 Task<void> probe_loop(Gateway::Impl& g, asio::io_context& io) {
   http::ClientOptions options;
@@ -33,7 +86,9 @@ Task<void> probe_loop(Gateway::Impl& g, asio::io_context& io) {
       probe.target = "/health";
       const http::Endpoint to{entry->host, entry->port};
       auto answer = co_await client.send(to, std::move(probe));
-      g.dispatcher->probe(node.id, answer && answer->status == 200);
+      const bool healthy = answer && answer->status == 200;
+      g.dispatcher->probe(node.id, healthy);
+      if (healthy && g.config.health.engine_metrics) co_await scrape_load(g, client, node.spec.name, to);
     }
     timer.expires_after(g.config.health.interval);
     (void)co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));

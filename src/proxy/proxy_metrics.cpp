@@ -106,6 +106,18 @@ Result<ProxyMetrics> ProxyMetrics::create(metrics::Registry& registry) {
     if (!child) return std::move(child).error();
     *c.slot = *child;
   }
+  auto converted = registry.counter("omni_proxy:chat_converted_requests_total",
+                                    "Chat requests sent to the engines as completions requests "
+                                    "(--chat-to-completions).", {});
+  if (!converted) return std::move(converted).error();
+  auto converted_child = (*converted)->with({});
+  if (!converted_child) return std::move(converted_child).error();
+  m.chat_converted = *converted_child;
+  auto not_converted = registry.counter("omni_proxy:chat_not_converted_requests_total",
+                                        "Chat requests forwarded as chat under "
+                                        "--chat-to-completions, by the reason.", {"reason"});
+  if (!not_converted) return std::move(not_converted).error();
+  m.chat_not_converted = *not_converted;
   return m;
 }
 

@@ -40,6 +40,10 @@ struct ProxyMetrics {
   metrics::Counter* decode_errors = nullptr;
   metrics::Counter* relayed_events = nullptr;
   metrics::Counter* cancelled_legs = nullptr;
+  // --chat-to-completions (chat_bridge.hpp): chat requests sent as completions, and the others
+  // by the reason they stayed chat.
+  metrics::Counter* chat_converted = nullptr;
+  metrics::CounterFamily* chat_not_converted = nullptr;
 
   static Result<ProxyMetrics> create(metrics::Registry& registry);
 };

@@ -1,8 +1,7 @@
 #include "omni/proxy/rewrite.hpp"
 
-#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
-#include <boost/json/value.hpp>
+#include <boost/json/string_view.hpp>
 #include <utility>
 
 #include "json_scan.hpp"
@@ -22,101 +21,50 @@ Error bad_request(BadRequest* bad, std::string message, std::string param) {
   return make_error(ErrorCode::kInvalidArgument, std::move(message));
 }
 
-std::uint64_t text_tokens(std::size_t bytes) { return bytes == 0 ? 0 : (bytes + 3) / 4; }
-
-// Token ids count one each; text one per 4 bytes; lists add up their items.
-std::uint64_t prompt_tokens_of(const json::value& prompt) {
-  if (prompt.is_string()) return text_tokens(prompt.get_string().size());
-  if (prompt.is_int64() || prompt.is_uint64()) return 1;
-  if (!prompt.is_array()) return 0;
-  std::uint64_t total = 0;
-  for (const json::value& item : prompt.get_array()) total += prompt_tokens_of(item);
-  return total;
-}
-
-std::uint64_t message_tokens(const json::array& messages) {
-  std::uint64_t total = 0;
-  for (const json::value& message : messages) {
-    if (!message.is_object()) continue;
-    const json::value* content = message.get_object().if_contains("content");
-    if (!content) continue;
-    if (content->is_string()) {
-      total += text_tokens(content->get_string().size());
-    } else if (content->is_array()) {
-      for (const json::value& part : content->get_array()) {
-        if (!part.is_object()) continue;
-        if (const json::value* text = part.get_object().if_contains("text"); text && text->is_string()) {
-          total += text_tokens(text->get_string().size());
-        }
-      }
-    }
-  }
-  return total;
-}
-
-std::optional<std::uint64_t> non_negative_int(const json::value* value) {
-  if (!value) return std::nullopt;
-  if (value->is_uint64()) return value->get_uint64();
-  if (value->is_int64() && value->get_int64() >= 0) return static_cast<std::uint64_t>(value->get_int64());
-  return std::nullopt;
-}
-
-Result<json::value> parse_json(std::string_view text, std::size_t max_depth) {
-  json::parse_options options;
-  options.max_depth = max_depth;
-  boost::system::error_code ec;
-  json::value value = json::parse(text, ec, {}, options);
-  if (ec) return make_error(ErrorCode::kInvalidArgument, "invalid JSON: " + ec.message());
-  return value;
-}
-
 }  // namespace
 
+// One validating scan (Boost.JSON's tokenizer, no DOM): the same verdicts and the same
+// fields as parsing the body into a boost::json::value, without an allocation per value.
 Result<RequestInfo> inspect_request(std::string_view body, Api api, BadRequest* bad,
                                     InspectLimits limits) {
-  auto parsed = parse_json(body, limits.max_depth);
-  if (!parsed) return bad_request(bad, parsed.error().message, "");
-  if (!parsed->is_object()) return bad_request(bad, "the request body must be a JSON object", "");
-  const json::object& object = parsed->get_object();
+  using detail::Kind;
+  auto scanned = detail::scan_request(body, limits.max_depth);
+  if (!scanned) return bad_request(bad, scanned.error().message, "");
+  const detail::RequestFields& fields = *scanned;
+  if (!fields.root_is_object) return bad_request(bad, "the request body must be a JSON object", "");
 
   RequestInfo info;
-  if (const json::value* stream = object.if_contains("stream"); stream && !stream->is_null()) {
-    if (!stream->is_bool()) return bad_request(bad, "'stream' must be a boolean", "stream");
-    info.stream = stream->get_bool();
+  if (fields.stream != Kind::kAbsent && fields.stream != Kind::kNull) {
+    if (fields.stream != Kind::kBool) return bad_request(bad, "'stream' must be a boolean", "stream");
+    info.stream = fields.stream_value;
   }
-  if (const json::value* options = object.if_contains("stream_options");
-      options && options->is_object()) {
-    const json::value* usage = options->get_object().if_contains("include_usage");
-    info.include_usage = usage && usage->is_bool() && usage->get_bool();
-  }
-  if (const json::value* model = object.if_contains("model"); model && !model->is_null()) {
-    if (!model->is_string()) return bad_request(bad, "'model' must be a string", "model");
-    info.model = std::string(model->get_string());
+  info.include_usage = fields.include_usage;
+  if (fields.model != Kind::kAbsent && fields.model != Kind::kNull) {
+    if (fields.model != Kind::kString) return bad_request(bad, "'model' must be a string", "model");
+    info.model = fields.model_value;
   }
   if (api == Api::kCompletions) {
-    const json::value* prompt = object.if_contains("prompt");
-    if (!prompt || prompt->is_null()) return bad_request(bad, "'prompt' is required", "prompt");
-    info.prompt_tokens = prompt_tokens_of(*prompt);
+    if (fields.prompt == Kind::kAbsent || fields.prompt == Kind::kNull) {
+      return bad_request(bad, "'prompt' is required", "prompt");
+    }
+    info.prompt_tokens = fields.prompt_tokens;
     info.max_tokens = kCompletionsDefaultMaxTokens;
   } else {
-    const json::value* messages = object.if_contains("messages");
-    if (!messages || !messages->is_array()) {
+    if (fields.messages != Kind::kArray) {
       return bad_request(bad, "'messages' must be a list of messages", "messages");
     }
-    info.prompt_tokens = message_tokens(messages->get_array());
+    info.prompt_tokens = fields.message_tokens;
     info.max_tokens = kChatDefaultMaxTokens;
   }
-  if (auto limit = non_negative_int(object.if_contains("max_tokens"))) info.max_tokens = *limit;
-  if (auto limit = non_negative_int(object.if_contains("max_completion_tokens"))) {
-    info.max_tokens = *limit;
-  }
+  if (fields.max_tokens) info.max_tokens = *fields.max_tokens;
+  if (fields.max_completion_tokens) info.max_tokens = *fields.max_completion_tokens;
   return info;
 }
 
 Result<std::vector<JsonMember>> scan_object(std::string_view json_text) {
-  auto parsed = parse_json(json_text, 256);
-  if (!parsed) return std::move(parsed).error();
-  if (!parsed->is_object()) return make_error(ErrorCode::kInvalidArgument, "not a JSON object");
+  auto is_object = detail::validate_json(json_text, 256);
+  if (!is_object) return std::move(is_object).error();
+  if (!*is_object) return make_error(ErrorCode::kInvalidArgument, "not a JSON object");
   return detail::scan_valid_object(json_text);
 }
 

@@ -4,6 +4,9 @@
 #include <numeric>
 #include <utility>
 
+#include "omni/sched/event_feed.hpp"
+#include "omni/sched/policy.hpp"
+
 namespace omni::proxy {
 
 std::string_view health_name(NodeHealth health) noexcept {
@@ -20,8 +23,23 @@ std::string_view role_name(Role role) noexcept {
   return role == Role::kPrefill ? "prefill" : "decode";
 }
 
+namespace {
+
+double to_seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
 Scheduler::Scheduler(const Clock& clock, SchedulerOptions options, std::unique_ptr<Policy> policy)
-    : clock_(clock), options_(options), policy_(std::move(policy)) {}
+    : clock_(clock), options_(options), policy_(std::move(policy)) {
+  if (options_.prefix.enabled) {
+    sched::PrefixIndexOptions index;
+    index.max_entries = options_.prefix.max_entries;
+    index.predicted_ttl_s = to_seconds(options_.prefix.predicted_ttl);
+    index_ = std::make_unique<sched::PrefixIndex>(index);
+  }
+}
+
+Scheduler::~Scheduler() = default;
 
 void Scheduler::set_nodes(const std::vector<NodeSpec>& specs) {
   for (Node& node : nodes_) node.status.removed = true;
@@ -39,6 +57,10 @@ void Scheduler::set_nodes(const std::vector<NodeSpec>& specs) {
     node.status.spec = spec;
     node.next_ejection = options_.ejection_time;
     nodes_.push_back(std::move(node));
+  }
+  // A node that left the pool holds nothing anyone can use any more.
+  for (const Node& node : nodes_) {
+    if (node.status.removed && index_) index_->remove_instance(node.status.id);
   }
   forget_removed();
 }
@@ -61,15 +83,13 @@ std::vector<Decision> Scheduler::schedule() {
   if (queue_.empty()) return decisions;
   const TimePoint now = clock_.now();
   refresh_circuits(now);
+  settle_prefills(now);
 
   // Policy order, computed once per pass; ties keep arrival order (stable sort).
   std::vector<std::pair<double, std::size_t>> order;
   order.reserve(queue_.size());
   for (std::size_t i = 0; i < queue_.size(); ++i) {
-    const Waiting& w = queue_[i];
-    const TicketView view{w.ticket.id, w.ticket.role, w.ticket.prompt_tokens, w.ticket.max_tokens,
-                          w.enqueued, w.ticket.attempt};
-    order.emplace_back(policy_->queue_score(view, now), i);
+    order.emplace_back(policy_->queue_score(view_of(queue_[i]), now), i);
   }
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -100,26 +120,207 @@ std::vector<Decision> Scheduler::schedule() {
   return decisions;
 }
 
-std::optional<Lease> Scheduler::place(const Waiting& waiting, TimePoint) {
+TicketView Scheduler::view_of(const Waiting& waiting) const {
+  const Ticket& t = waiting.ticket;
+  TicketView view;
+  view.id = t.id;
+  view.role = t.role;
+  view.prompt_tokens = t.prompt_tokens;
+  view.max_tokens = t.max_tokens;
+  view.enqueued = waiting.enqueued;
+  view.attempt = t.attempt;
+  view.aggregated = options_.aggregated;
+  return view;
+}
+
+std::optional<Lease> Scheduler::place(const Waiting& waiting, TimePoint now) {
   const Ticket& ticket = waiting.ticket;
   views_.clear();
   for (const Node& node : nodes_) {
     if (!candidate(node, ticket)) continue;
-    views_.push_back({node.status.id, node.status.spec.name, node.status.spec.group,
-                      node.status.load, options_.node_limits});
+    NodeView view;
+    view.id = node.status.id;
+    view.name = node.status.spec.name;
+    view.group = node.status.spec.group;
+    view.load = node.status.load;
+    view.limits = options_.node_limits;
+    view.queued_prefill_tokens = node.status.queued_prefill_tokens;
+    view.queued_long_prefills = node.status.queued_long_prefills;
+    view.outstanding_prompt_tokens = node.status.outstanding_prompt_tokens;
+    view.engine = node.status.engine;
+    views_.push_back(view);
   }
   if (views_.empty()) return std::nullopt;
-  const TicketView view{ticket.id, ticket.role, ticket.prompt_tokens, ticket.max_tokens,
-                        waiting.enqueued, ticket.attempt};
-  const auto chosen = policy_->pick(view, views_);
+  const bool looked_up = fill_matches(ticket, now);
+  const auto chosen = policy_->pick(view_of(waiting), views_);
   if (!chosen || *chosen >= views_.size()) return std::nullopt;
+  const std::uint32_t matched = views_[*chosen].matched_tokens;
   Node* node = find(views_[*chosen].id);
   const std::uint64_t tokens =
       ticket.role == Role::kPrefill ? ticket.prompt_tokens : ticket.prompt_tokens + ticket.max_tokens;
   node->status.load.outstanding_tokens += tokens;
   node->status.load.running += 1;
   node->status.dispatched += 1;
-  return Lease{ticket.id, node->status.id, tokens};
+  Lease lease;
+  lease.ticket = ticket.id;
+  lease.node = node->status.id;
+  lease.tokens = tokens;
+  lease.dispatched = now;
+  lease.prompt_tokens = ticket.prompt_tokens;
+  node->status.outstanding_prompt_tokens += ticket.prompt_tokens;
+  if (prefills(ticket)) {
+    lease.uncached_tokens = ticket.prompt_tokens - std::min<std::uint64_t>(ticket.prompt_tokens, matched);
+    queue_prefill(*node, ticket.id, lease.uncached_tokens, now);
+    after_placement(*node, ticket, now);
+  }
+  if (looked_up) {
+    lookups_ += 1;
+    if (options_.observer) options_.observer->on_prefix_lookup(matched);
+  }
+  return lease;
+}
+
+bool Scheduler::prefills(const Ticket& ticket) const {
+  return ticket.role == Role::kPrefill || options_.aggregated;
+}
+
+double Scheduler::index_time(TimePoint t) const {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+bool Scheduler::fill_matches(const Ticket& ticket, TimePoint now) {
+  if (!index_ || ticket.block_hashes.empty() || !prefills(ticket) || !policy_->uses_prefix_matches()) {
+    return false;
+  }
+  const double t = index_time(now);
+  for (NodeView& view : views_) {
+    const Node* node = find(view.id);
+    if (stale(*node, now)) continue;  // its entries may be long gone: no attraction
+    const std::uint64_t blocks = index_->match_instance(view.id, ticket.block_hashes, t);
+    view.matched_tokens = static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(blocks * options_.block_size, ticket.prompt_tokens));
+  }
+  return true;
+}
+
+void Scheduler::after_placement(Node& node, const Ticket& ticket, TimePoint now) {
+  if (!index_ || ticket.block_hashes.empty()) return;
+  const double t = index_time(now);
+  // Blocks the node does not hold yet will be stored, and the engine then owes us events.
+  const bool new_blocks = index_->match_instance(node.status.id, ticket.block_hashes, t) <
+                          ticket.block_hashes.size();
+  if (new_blocks && node.status.spec.kv_events && !node.owed_events_since) node.owed_events_since = now;
+  index_->insert_predicted(node.status.id, ticket.block_hashes, t);
+}
+
+bool Scheduler::stale(const Node& node, TimePoint now) const {
+  return node.status.spec.kv_events && node.owed_events_since &&
+         now - *node.owed_events_since > options_.prefix.stale_after;
+}
+
+void Scheduler::queue_prefill(Node& node, std::uint64_t ticket, std::uint64_t uncached, TimePoint now) {
+  node.status.queued_prefill_tokens += uncached;
+  if (uncached >= sched::kLongPrefillTokens) node.status.queued_long_prefills += 1;
+  if (!options_.aggregated) return;
+  // The proxy never sees an aggregated request's first token: its prefill is taken to end
+  // when the nominal speed says, or at its release if that comes first.
+  const double seconds = static_cast<double>(uncached) / options_.aggregated_prefill_tokens_per_second;
+  node.prefilling.push_back({ticket, now + std::chrono::duration_cast<Duration>(
+                                                std::chrono::duration<double>(seconds)),
+                             uncached});
+}
+
+void Scheduler::unqueue_prefill(NodeStatus& s, std::uint64_t uncached) {
+  s.queued_prefill_tokens -= std::min(s.queued_prefill_tokens, uncached);
+  if (uncached >= sched::kLongPrefillTokens && s.queued_long_prefills > 0) s.queued_long_prefills -= 1;
+}
+
+void Scheduler::settle_prefills(TimePoint now) {
+  if (!options_.aggregated) return;
+  for (Node& node : nodes_) {
+    std::erase_if(node.prefilling, [&](const Prefilling& p) {
+      if (p.until > now) return false;
+      unqueue_prefill(node.status, p.tokens);
+      return true;
+    });
+  }
+}
+
+void Scheduler::end_prefill(Node& node, const Lease& lease, Outcome outcome, TimePoint now) {
+  NodeStatus& s = node.status;
+  s.outstanding_prompt_tokens -= std::min(s.outstanding_prompt_tokens, lease.prompt_tokens);
+  if (!options_.aggregated) {
+    unqueue_prefill(s, lease.uncached_tokens);
+  } else {
+    auto it = std::find_if(node.prefilling.begin(), node.prefilling.end(),
+                           [&](const Prefilling& p) { return p.ticket == lease.ticket; });
+    if (it != node.prefilling.end()) {  // ended before its estimated prefill end
+      unqueue_prefill(s, it->tokens);
+      node.prefilling.erase(it);
+    }
+  }
+  const bool prefill_node = s.spec.role == Role::kPrefill && !options_.aggregated;
+  if (!prefill_node || outcome != Outcome::kSuccess || !options_.prefill_ends_at_release) return;
+  // Busy since the later of its dispatch and the node's previous completion, as a gateway
+  // that sees only dispatches and completions can tell.
+  const TimePoint since = std::max(lease.dispatched, node.last_prefill_done);
+  node.last_prefill_done = now;
+  policy_->observe_prefill(s.id, lease.uncached_tokens, to_seconds(now - since));
+}
+
+template <class Fn>
+void Scheduler::for_named(std::string_view name, Fn fn) {
+  for (Node& node : nodes_) {
+    if (node.status.spec.name == name && !node.status.removed) fn(node);
+  }
+}
+
+void Scheduler::apply_kv_events(std::string_view name, const kvcache::KVEventBatch& batch,
+                                bool restart) {
+  if (!index_) return;
+  const double t = index_time(clock_.now());
+  for_named(name, [&](Node& node) {
+    if (restart) index_->cleared(node.status.id);
+    index_->apply_events(node.status.id, batch, t);
+    node.status.kv_events_applied += 1;
+    node.owed_events_since.reset();
+  });
+}
+
+bool Scheduler::apply_kv_payload(std::string_view name, std::span<const std::uint8_t> payload) {
+  if (!index_) return false;
+  const double t = index_time(clock_.now());
+  bool ok = true;
+  for_named(name, [&](Node& node) {
+    sched::EventFeedStats stats;
+    if (sched::feed_payload(*index_, node.status.id, payload, t, stats)) {
+      node.status.kv_events_applied += 1;
+      node.owed_events_since.reset();
+    } else {
+      node.status.kv_events_dropped += 1;
+      ok = false;
+    }
+  });
+  return ok;
+}
+
+void Scheduler::count_kv_events_dropped(std::string_view name, std::uint64_t batches) {
+  for_named(name, [&](Node& node) { node.status.kv_events_dropped += batches; });
+}
+
+void Scheduler::report_engine_load(std::string_view name, EngineLoad load) {
+  for_named(name, [&](Node& node) { node.status.engine = load; });
+}
+
+PrefixIndexReport Scheduler::prefix_report() const {
+  PrefixIndexReport report;
+  if (!index_) return report;
+  report.enabled = true;
+  report.stats = index_->stats();
+  report.lookups = lookups_;
+  const TimePoint now = clock_.now();
+  for (const Node& node : nodes_) report.stale_nodes += stale(node, now) ? 1 : 0;
+  return report;
 }
 
 void Scheduler::release(const Lease& lease, Outcome outcome) {
@@ -128,6 +329,7 @@ void Scheduler::release(const Lease& lease, Outcome outcome) {
   NodeLoad& load = node->status.load;
   load.outstanding_tokens -= std::min(load.outstanding_tokens, lease.tokens);
   load.running -= std::min<std::uint32_t>(load.running, 1);
+  end_prefill(*node, lease, outcome, clock_.now());
   if (outcome == Outcome::kFailure) {
     record_failure(*node, clock_.now());
   } else if (outcome == Outcome::kSuccess) {
@@ -178,7 +380,11 @@ Status Scheduler::set_draining(std::string_view name, bool draining) {
 std::vector<NodeStatus> Scheduler::nodes() const {
   std::vector<NodeStatus> out;
   out.reserve(nodes_.size());
-  for (const Node& node : nodes_) out.push_back(node.status);
+  const TimePoint now = clock_.now();
+  for (const Node& node : nodes_) {
+    out.push_back(node.status);
+    out.back().kv_stale = stale(node, now);
+  }
   return out;
 }
 

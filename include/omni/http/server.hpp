@@ -48,6 +48,16 @@ class ResponseWriter {
   virtual Task<Status> end_stream() = 0;
   // Whether the status line has been written.
   virtual bool started() const noexcept = 0;
+
+  // Client-close notification while the handler waits for something else (an engine, a
+  // queue), so that it can give up at once instead of noticing at its next write. `on_gone`
+  // runs on the handler's thread, at most once, if the client closes the connection (or it
+  // breaks) before unwatch_close(); never inline. Returns false when it cannot tell: not
+  // supported, or bytes of a next (pipelined) request are already waiting, which a close
+  // would hide. A client that half-closes after its request counts as gone (as in nginx).
+  // Not while writing: unwatch first. One watch at a time.
+  virtual bool watch_close(std::function<void()> on_gone);
+  virtual void unwatch_close();
 };
 
 // Called once per well-formed request. If it returns without answering, the server answers

@@ -4,7 +4,12 @@
 //              --decode-endpoints h3:p3 [--pd-mode sequential|parallel|aggregated] [--workers N]
 //
 // Endpoints come from the flag lists (no PD group) and/or the YAML node lists, which can name
-// a PD group and (parallel mode) a bootstrap port per prefill node.
+// a PD group, (parallel mode) a bootstrap port per prefill node, and the ZeroMQ endpoint where
+// the engine publishes its KV events (or --kv-events-endpoints ENGINE=ZMQ,...).
+//
+// Scheduling: --policy NAME (default "omni"), --tokenizer PATH with --block-size, --hash-algo
+// and --hash-seed equal to the engines' so the proxy's block hashes equal theirs, and the
+// prefix_index section (predicted TTL, staleness).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +38,14 @@ struct NodeConfig {
   std::string endpoint;                  // host:port
   std::string group;                     // PD group; empty: pairs with any
   std::optional<std::uint16_t> bootstrap_port;  // SGLang bootstrap (prefill, parallel mode)
+  std::optional<std::string> kv_events_endpoint;  // ZeroMQ PUB endpoint of its KV events
+};
+
+struct PrefixIndexConfig {
+  bool enabled = true;
+  Duration predicted_ttl = 2s;   // a placement's approximate insert lives this long
+  Duration stale_after = 10s;    // KV-event silence, with uncached work sent, that marks a node stale
+  std::size_t max_entries = std::size_t{1} << 22;  // (block, node) pairs
 };
 
 struct LimitsConfig {
@@ -64,6 +77,7 @@ struct HealthConfig {
   std::uint32_t failures_to_eject = 3;  // consecutive failed requests (passive)
   Duration ejection_time = 5s;
   Duration max_ejection_time = 60s;
+  bool engine_metrics = true;  // read each engine's /metrics load with every probe
 };
 
 struct ProxyConfig {
@@ -75,7 +89,18 @@ struct ProxyConfig {
   std::vector<NodeConfig> decode_nodes;
   PdMode pd_mode = PdMode::kSequential;
   std::uint16_t bootstrap_port = 8998;  // default SGLang bootstrap port of prefill nodes
-  std::string policy = "least-outstanding";
+  std::string policy = std::string(kDefaultPolicy);
+  // Tokenize once in the proxy; the rest must equal the engines' settings.
+  std::optional<std::string> tokenizer;   // tokenizer.json or a model directory
+  std::uint32_t block_size = 16;
+  std::string hash_algo = "sha256";
+  std::optional<std::string> hash_seed;   // the engines' PYTHONHASHSEED
+  bool send_token_ids = false;            // /v1/completions text prompts go out as token ids
+  // Chat requests go to the engines as completions of the proxy's rendered, tokenized template
+  // (docs/chat-convert.md); needs tokenizer. Off for engines with a reasoning or tool parser.
+  bool chat_to_completions = false;
+  std::vector<std::string> kv_events_endpoints;  // "host:port=tcp://host:port", per engine
+  PrefixIndexConfig prefix_index;
   Duration scheduler_tick = 1ms;
   LimitsConfig limits;
   TimeoutsConfig timeouts;
@@ -95,6 +120,7 @@ struct NodeEntry {
   std::string host;
   std::uint16_t port = 0;
   std::uint16_t bootstrap_port = 8998;
+  std::optional<std::string> kv_events_endpoint;
 };
 // Flag endpoints and YAML nodes together. In aggregated mode only the decode pool is used.
 std::vector<NodeEntry> node_entries(const ProxyConfig& config);

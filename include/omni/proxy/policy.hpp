@@ -29,6 +29,13 @@ struct NodeLoad {
   std::uint32_t running = 0;
 };
 
+// A node's load as the engine itself last reported it (zero until the proxy learns it).
+struct EngineLoad {
+  std::uint32_t running = 0;
+  std::uint32_t waiting = 0;
+  double kv_usage = 0.0;  // 0..1
+};
+
 // One eligible candidate (healthy, not draining, not already tried, in the right PD group,
 // under its thresholds).
 struct NodeView {
@@ -37,6 +44,16 @@ struct NodeView {
   std::string_view group;
   NodeLoad load;
   NodeLoad limits;  // the thresholds
+  // load.outstanding_tokens without the outputs reserved for decode (max_tokens).
+  std::uint64_t outstanding_prompt_tokens = 0;
+  // Uncached prompt tokens dispatched to this node for prefill and not yet released.
+  std::uint64_t queued_prefill_tokens = 0;
+  // Of those, the prompts whose uncached part alone fills a step (sched::kLongPrefillTokens).
+  std::uint32_t queued_long_prefills = 0;
+  // Leading tokens of the ticket's prompt this node holds (prefix index); 0 when the policy
+  // does not ask, the ticket has no block hashes, or the node's event stream is stale.
+  std::uint32_t matched_tokens = 0;
+  EngineLoad engine;
 };
 
 // A request waiting for a node.
@@ -47,6 +64,7 @@ struct TicketView {
   std::uint64_t max_tokens = 0;
   TimePoint enqueued{};
   std::uint32_t attempt = 0;  // 0 for the first try
+  bool aggregated = false;    // one engine serves the whole request (role is kDecode then)
 };
 
 class Policy {
@@ -60,6 +78,13 @@ class Policy {
   // `candidates` is never empty.
   virtual std::optional<std::size_t> pick(const TicketView& ticket,
                                           std::span<const NodeView> candidates) = 0;
+  // Whether pick() reads NodeView::matched_tokens (the Scheduler then looks the prompt up in
+  // its prefix index for every candidate).
+  virtual bool uses_prefix_matches() const noexcept { return false; }
+  // A prefill leg on `node` ended well: `tokens` uncached prompt tokens took `busy_seconds` of
+  // the node's continuous work (learning policies estimate node speed from this).
+  virtual void observe_prefill(std::uint32_t /*node*/, std::uint64_t /*tokens*/,
+                               double /*busy_seconds*/) {}
 };
 
 // Settings every built-in policy understands.
@@ -68,13 +93,23 @@ struct PolicyOptions {
   double aging_tokens_per_second = 4096.0;
   // Weight of shortness in the queue score (0: pure FIFO).
   double shortness_weight = 1.0;
+  // The engines' KV block size in tokens (cost models count blocks).
+  std::uint32_t block_size = 16;
 };
 
-// "least-outstanding" (the default): least outstanding tokens, ties by fewest running, then
-// by id; queue order by prompt length with aging.
-// "round-robin": candidates in turn; FIFO queue.
-// kNotFound for another name.
+struct PolicySummary {
+  std::string name;
+  std::string summary;  // one line
+};
+
+// The omni::sched placement policies (sched::placement_policies(): round-robin, least-load,
+// sglang-cache-aware, llm-d, dynamo, omni-anchor, omni — the default — and "omni:key=value..."
+// tunings) behind this seam, plus the proxy's own "least-outstanding" (least outstanding tokens,
+// ties by fewest running, then by id; queue order by prompt length with aging).
+// kNotFound for another name, with the valid names in the message.
+inline constexpr std::string_view kDefaultPolicy = "omni";
 Result<std::unique_ptr<Policy>> make_policy(std::string_view name, PolicyOptions options = {});
 std::vector<std::string> policy_names();
+std::vector<PolicySummary> policy_summaries();
 
 }  // namespace omni::proxy

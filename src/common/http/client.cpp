@@ -112,13 +112,44 @@ class StreamImpl final : public ResponseStream {
         failure_ = detail::error_from(ec, to_, "reading the response body");
         co_return *failure_;
       }
-      if (produced > 0)
-        co_return std::optional<std::string>(std::in_place, piece_.data(), produced);
+      if (produced > 0) {
+        const std::size_t more = parse_buffered(produced);
+        co_return std::optional<std::string>(std::in_place, piece_.data(), produced + more);
+      }
     }
     co_return std::optional<std::string>{};
   }
 
  private:
+  // Appends to the piece (after its first `used` bytes) whatever the bytes already received
+  // hold: a read often brings several chunks (SSE events), and the parser hands them out one
+  // per put(). No socket read here, so nothing already received waits for more to arrive.
+  std::size_t parse_buffered(std::size_t used) {
+    auto& parser = *exchange_.parser;
+    auto& buffer = exchange_.connection->buffer;
+    auto& target = parser.get().body();
+    std::size_t added = 0;
+    while (buffer.size() > 0 && !parser.is_done() && used + added < piece_.size()) {
+      target.data = piece_.data() + used + added;
+      target.size = piece_.size() - used - added;
+      boost::system::error_code ec;
+      const std::size_t consumed = parser.put(buffer.data(), ec);
+      buffer.consume(consumed);
+      const std::size_t produced = piece_.size() - used - added - target.size;
+      added += produced;
+      if (ec == detail::bhttp::error::need_more || ec == detail::bhttp::error::need_buffer) break;
+      if (ec) {
+        // Handed out after what was good: the next call reports it.
+        exchange_.connection.reset();
+        failure_ = detail::error_from(ec, to_, "reading the response body");
+        break;
+      }
+      if (consumed == 0 && produced == 0) break;
+    }
+    target.data = nullptr;
+    return added;
+  }
+
   std::shared_ptr<detail::ClientCore> client_;  // keeps the pool alive past the Client itself
   Endpoint to_;
   detail::Exchange exchange_;

@@ -48,7 +48,13 @@ ErrorCode code_of(const boost::system::error_code& ec) {
 // Whether a pooled connection still looks usable: the server has neither closed it nor sent
 // anything unsolicited (a 408, say) while it sat idle. A cheap non-blocking peek; the retry
 // in the exchange covers the race where the server closes it just after this check.
+// A connection pooled moments ago skips the peek (a syscall per request under load): a server
+// closes or times out a keep-alive connection after seconds of silence, not milliseconds, and
+// a close in that window is the race the exchange's retry already covers.
+constexpr auto kFreshlyPooled = std::chrono::milliseconds(100);
+
 bool still_open(PooledConnection& connection) {
+  if (std::chrono::steady_clock::now() - connection.idle_since < kFreshlyPooled) return true;
   char byte = 0;
   const auto fd = connection.stream.socket().native_handle();
   const auto n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);

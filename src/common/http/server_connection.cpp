@@ -200,6 +200,7 @@ Task<bool> Connection::handle_request() {
     if (!force_closed_)
       std::fprintf(stderr, "omni http: handler for %s threw\n", request_.target.c_str());
   }
+  writer_.unwatch_close();  // a watch the handler left behind must not outlive it
   if (force_closed_) co_return false;
   if (!writer_.started()) {
     if (threw)

@@ -16,6 +16,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/system/error_code.hpp>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +42,7 @@ class ConnectionWriter final : public ResponseWriter {
   void reset(const RequestInfo& info) noexcept {
     info_ = info;
     state_ = State::kNone;
+    unwatch_close();
   }
   Task<Status> send(Response response) override;
   Task<Status> begin_stream(int status, Headers headers) override;
@@ -51,7 +53,13 @@ class ConnectionWriter final : public ResponseWriter {
   // The response went out whole and the connection may carry another request.
   bool reusable() const noexcept { return state_ == State::kDone && keep_alive_; }
 
+  bool watch_close(std::function<void()> on_gone) override;
+  void unwatch_close() override;
+
  private:
+  struct CloseWatch;  // shared with the pending wait, which may complete after an unwatch
+  void arm_close_watch(const std::shared_ptr<CloseWatch>& watch);
+
   enum class State { kNone, kStreaming, kDone, kFailed };
 
   // Writes the status line and headers into the connection's head buffer.
@@ -66,6 +74,7 @@ class ConnectionWriter final : public ResponseWriter {
   bool keep_alive_ = false;
   bool chunked_ = false;
   std::array<char, 24> chunk_size_{};
+  std::shared_ptr<CloseWatch> close_watch_;
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -95,6 +104,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void begin_write() noexcept { set_deadline(core_.options.write_timeout); }
   boost::system::error_code end_write(boost::system::error_code ec) noexcept;
   std::string& head_buffer() noexcept { return head_; }
+  // Bytes received past the current request (a pipelined next one).
+  bool has_buffered_input() const noexcept { return buffer_.size() > 0; }
   const ServerOptions& options() const noexcept { return core_.options; }
   bool stopping() const noexcept { return core_.stopping.load(std::memory_order_relaxed); }
 

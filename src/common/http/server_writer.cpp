@@ -2,6 +2,9 @@
 // one gather write per call, so each call is on the socket when it returns.
 #include <array>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <charconv>
@@ -72,6 +75,57 @@ void append_number(std::string& out, std::size_t value) {
 asio::const_buffer view_buffer(std::string_view s) { return asio::buffer(s.data(), s.size()); }
 
 }  // namespace
+}  // namespace omni::http::detail
+
+namespace omni::http {
+
+// Writers other than the server's cannot tell.
+bool ResponseWriter::watch_close(std::function<void()>) { return false; }
+void ResponseWriter::unwatch_close() {}
+
+}  // namespace omni::http
+
+namespace omni::http::detail {
+
+struct ConnectionWriter::CloseWatch {
+  std::function<void()> on_gone;
+  asio::cancellation_signal cancel;  // one per watch: a finished wait must not clear a new one
+  char byte = 0;                     // the peek's buffer
+  bool active = true;
+};
+
+bool ConnectionWriter::watch_close(std::function<void()> on_gone) {
+  unwatch_close();
+  if (connection_.has_buffered_input()) return false;
+  auto watch = std::make_shared<CloseWatch>();
+  watch->on_gone = std::move(on_gone);
+  arm_close_watch(watch);
+  close_watch_ = std::move(watch);
+  return true;
+}
+
+// A peeking receive: it tries at once (one recv, no epoll_ctl, since the socket is already
+// registered for reading), then waits for the socket to turn readable. 0 bytes (eof) or an
+// error means the client closed or broke the connection; bytes are a next request, which is
+// left in place and makes a later close undetectable, so the watch ends quietly.
+void ConnectionWriter::arm_close_watch(const std::shared_ptr<CloseWatch>& watch) {
+  connection_.socket().async_receive(
+      asio::buffer(&watch->byte, 1), asio::socket_base::message_peek,
+      asio::bind_cancellation_slot(
+          watch->cancel.slot(), [watch](const boost::system::error_code& ec, std::size_t n) {
+            if (!watch->active || ec == asio::error::operation_aborted) return;
+            watch->active = false;
+            if (!ec && n > 0) return;
+            watch->on_gone();
+          }));
+}
+
+void ConnectionWriter::unwatch_close() {
+  if (!close_watch_) return;
+  close_watch_->active = false;
+  close_watch_->cancel.emit(asio::cancellation_type::all);
+  close_watch_.reset();
+}
 
 void ConnectionWriter::build_head(int status, const Headers& headers,
                                   std::optional<std::size_t> length) {

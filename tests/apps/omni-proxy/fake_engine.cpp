@@ -16,6 +16,7 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <unistd.h>
 
@@ -100,6 +101,21 @@ Task<void> sleep_for(Duration d) {
   (void)co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
 }
 
+// Waits `d`; true if the client closed the connection meanwhile.
+Task<bool> stall_unless_gone(http::ResponseWriter& writer, Duration d) {
+  if (d <= Duration::zero()) co_return false;
+  auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
+  timer->expires_after(d);
+  auto gone = std::make_shared<bool>(false);
+  const bool watching = writer.watch_close([timer, gone] {
+    *gone = true;
+    timer->cancel();
+  });
+  (void)co_await timer->async_wait(asio::as_tuple(asio::use_awaitable));
+  if (watching) writer.unwatch_close();
+  co_return *gone;
+}
+
 std::string choice_text(bool chat, const std::string& id, const std::string& model, int index,
                         const std::string& piece, const char* finish) {
   json::object chunk;
@@ -142,7 +158,17 @@ Task<void> generate(Engine& e, http::Request& request, http::ResponseWriter& wri
   line["port"] = e.cfg.port;
   e.record(line);
 
-  co_await sleep_for(e.cfg.stall);
+  // A stall ends early when the caller (the proxy) closes the connection: recorded, so tests
+  // can see that a client leaving the proxy cancelled the engine call.
+  if (co_await stall_unless_gone(writer, e.cfg.stall)) {
+    json::object gone;
+    gone["event"] = "client_gone";
+    gone["x_request_id"] = rid;
+    gone["sent"] = 0;
+    gone["during"] = "stall";
+    e.record(gone);
+    co_return;
+  }
   if (e.cfg.fail_status != 0 && n > e.cfg.fail_after) {
     http::Response failed = http::error_response(e.cfg.fail_status, "injected failure", "InternalServerError");
     (void)co_await writer.send(std::move(failed));
