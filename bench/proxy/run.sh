@@ -3,7 +3,8 @@
 # alternating rounds (A/B/A/B...) so that drift on a shared machine hits both alike.
 #
 #   latency     one client, one request at a time: engine directly vs through omni-proxy
-#               (aggregated mode), non-streaming and streaming; added p50/p99 = proxy - direct
+#               (aggregated mode), non-streaming and streaming; added p50/p99 = proxy - direct;
+#               the same through nginx, for the floor a plain reverse proxy reaches here
 #   throughput  wrk, small POSTs, 64 connections: omni-proxy on one I/O thread vs nginx as a
 #               plain reverse proxy (one worker, upstream keep-alive) to the same engine
 #   sse         50 concurrent streams of 200 events: events/s directly vs through omni-proxy
@@ -82,6 +83,7 @@ http {
       proxy_pass http://engine;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
+      proxy_buffering off;  # relay SSE events as they come, as omni-proxy does
     }
   }
 }
@@ -112,10 +114,11 @@ for port in "$engine_port" "$proxy_port"; do load "$port" /dev/null --concurrenc
 
 for round in $(seq "$rounds"); do
   echo "round $round/$rounds" >&2
-  for arm in direct:$engine_port proxy:$proxy_port; do
+  for arm in direct:$engine_port proxy:$proxy_port nginx:$nginx_port; do
     name=${arm%%:*} port=${arm##*:}
     load "$port" "$work/lat.$name.$round.json" --concurrency 1 --duration "$duration" --body "$body"
     load "$port" "$work/slat.$name.$round.json" --concurrency 1 --duration "$duration" --stream --body "$stream_body"
+    [ "$name" = nginx ] && continue
     load "$port" "$work/sse.$name.$round.json" --concurrency 50 --duration "$duration" --stream --body "$sse_body"
   done
   for arm in nginx:$nginx_port proxy:$proxy_port; do
@@ -158,6 +161,12 @@ for kind, label in (("lat", "non-streaming"), ("slat", "streaming, 4 events")):
                                  "median_direct_p50_us": d50, "median_proxy_p50_us": p50,
                                  "median_direct_p99_us": d99, "median_proxy_p99_us": p99}
     print(f"{label:<28} {d50:>11.1f} {p50:>10.1f} {added['p50_us']:>10.1f} {d99:>11.1f} {p99:>10.1f} {added['p99_us']:>10.1f}")
+    # The floor this machine allows: nginx as a plain reverse proxy, measured the same way.
+    g = js(kind, "nginx")
+    g50, g99 = med(x["p50_us"] for x in g), med(x["p99_us"] for x in g)
+    report[f"latency_{kind}"].update({"nginx": g, "median_nginx_p50_us": g50, "median_nginx_p99_us": g99,
+                                      "median_nginx_added": {"p50_us": g50 - d50, "p99_us": g99 - d99}})
+    print(f"{'  same through nginx':<28} {d50:>11.1f} {g50:>10.1f} {g50 - d50:>10.1f} {d99:>11.1f} {g99:>10.1f} {g99 - d99:>10.1f}")
 n, p = rps("nginx"), rps("proxy")
 ratio = med(p) / med(n)
 report["throughput"] = {"nginx_rps": n, "proxy_rps": p, "ratio_proxy_over_nginx": ratio}
