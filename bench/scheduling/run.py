@@ -6,8 +6,8 @@ for several PD cluster sizes and load levels (light to past saturation).
 
 Writes the results JSON, prints a Markdown table per trace and, per trace, in how many cells omni
 is best (ties included) on TTFT p99 and on goodput, and writes SVG charts of TTFT p99 and goodput
-against load (docs/img/scheduling/scheduling_<trace>_<size>_<metric>.svg). Goodput is omni-cluster's:
-requests within the SLOs per second of the arrival span (docs/omni-cluster.md).
+against load (docs/img/scheduling/scheduling_<trace>_<size>_<metric>.svg). Goodput here is omni-cluster's
+`goodput_offered`: requests within the SLOs per second of the arrival span (docs/omni-cluster.md).
 Load level 1.0 is the nominal rate for the cluster size: the trace's own rate scaled by
 prefill_instances / 4 (Mooncake) or prefill_instances x 4 (Azure).
 """
