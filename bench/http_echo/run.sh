@@ -17,75 +17,20 @@ warmup=${WARMUP:-2s}
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 echo_bin=$build_dir/bin/omni-http-echo
 [[ -x $echo_bin ]] || { echo "missing $echo_bin (cmake --preset bench && cmake --build build/bench --target omni-http-echo)" >&2; exit 1; }
-for tool in nginx wrk python3; do
-  command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 1; }
-done
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
-
-# On a small machine wrk competes with the server for CPU: pin them apart when possible.
-server_pin=()
-wrk_pin=()
-if command -v taskset >/dev/null && [[ $(nproc) -ge 2 ]]; then
-  server_pin=(taskset -c 0)
-  wrk_pin=(taskset -c 1)
-fi
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-wait_for_port() {
-  for _ in $(seq 100); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-    sleep 0.05
-  done
-  echo "nothing listens on port $1" >&2
-  return 1
-}
+. "$repo/bench/lib.sh"
+bench_require nginx wrk python3
 
 nginx_port=$(free_port)
 omni_port=$(free_port)
-mkdir -p "$work/nginx/logs"
-cat >"$work/nginx/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/logs/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 100000000;
-  keepalive_timeout 60s;
-  client_body_temp_path $work/nginx/client_body;
-  proxy_temp_path $work/nginx/proxy;
-  fastcgi_temp_path $work/nginx/fastcgi;
-  uwsgi_temp_path $work/nginx/uwsgi;
-  scgi_temp_path $work/nginx/scgi;
-  server {
-    listen 127.0.0.1:$nginx_port;
-    location / {
-      default_type text/plain;
-      return 200 "Hello, world\n";
-    }
-  }
-}
-CONF
-
-"${server_pin[@]}" nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" 2>"$work/nginx/stderr" &
-pids+=($!)
+write_nginx_conf "$nginx_port" "" 'location / { default_type text/plain; return 200 "Hello, world\n"; }'
+start_nginx
 "${server_pin[@]}" "$echo_bin" "$omni_port" 2>"$work/omni.stderr" &
 pids+=($!)
 wait_for_port "$nginx_port"
 wait_for_port "$omni_port"
 
 run_wrk() {  # <name> <port> <duration> <output-file>
-  "${wrk_pin[@]}" wrk -t"$wrk_threads" -c"$connections" -d"$3" --latency "http://127.0.0.1:$2/" >"$4"
+  "${client_pin[@]}" wrk -t"$wrk_threads" -c"$connections" -d"$3" --latency "http://127.0.0.1:$2/" >"$4"
 }
 
 echo "warming up (${warmup} each)..." >&2
@@ -101,22 +46,12 @@ for round in $(seq "$rounds"); do
 done
 
 mkdir -p "$repo/bench/results"
-python3 - "$work" "$rounds" "$repo/bench/results/http_echo.json" <<'PY'
-import json, os, platform, re, statistics, subprocess, sys, datetime
+python3 - "$work" "$rounds" "$repo/bench/results/http_echo.json" "$repo/bench" <<'PY'
+import json, os, platform, statistics, sys, datetime
 
 work, rounds, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-UNIT = {"us": 1e-3, "ms": 1.0, "s": 1e3}
-
-def parse(path):
-    text = open(path).read()
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
-    lat = {}
-    for pct in ("50", "99"):
-        m = re.search(r"^\s+%s%%\s+([\d.]+)(us|ms|s)\s*$" % pct, text, re.M)
-        lat[pct] = float(m.group(1)) * UNIT[m.group(2)]
-    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-    return {"rps": rps, "p50_ms": lat["50"], "p99_ms": lat["99"],
-            "non_2xx": int(errors.group(1)) if errors else 0}
+sys.path.insert(0, sys.argv[4])
+from wrk_report import parse
 
 result = {}
 for name in ("nginx", "omni"):

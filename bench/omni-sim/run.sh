@@ -24,23 +24,8 @@ wrk_threads=${WRK_THREADS:-1}
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 sim=$build_dir/bin/omni-sim
 [[ -x $sim ]] || { echo "missing $sim (cmake --build <build-dir> --target omni-sim)" >&2; exit 1; }
-for tool in wrk python3; do command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 1; }; done
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
-
-server_pin=()
-wrk_pin=()
-if command -v taskset >/dev/null && [[ $(nproc) -ge 2 ]]; then
-  server_pin=(taskset -c 0)
-  wrk_pin=(taskset -c 1)
-fi
+. "$repo/bench/lib.sh"
+bench_require wrk python3
 
 start_sim() {  # <name> <speed>: starts omni-sim, sets <name>_port
   "${server_pin[@]}" "$sim" --port 0 --model deepseek-ai/DeepSeek-V3 --served-model-name m \
@@ -70,10 +55,10 @@ start_sim real 1
 
 run_wrk() {  # <case> <out> <duration>
   case $1 in
-    health) "${wrk_pin[@]}" wrk -t"$wrk_threads" -c"$connections" -d"$3" --latency "http://127.0.0.1:$fast_port/health" >"$2" ;;
-    completion) "${wrk_pin[@]}" wrk -t"$wrk_threads" -c"$connections" -d"$3" --latency -s "$work/completion.lua" "http://127.0.0.1:$fast_port/v1/completions" >"$2" ;;
-    stream) "${wrk_pin[@]}" wrk -t"$wrk_threads" -c"$connections" -d"$3" --latency -s "$work/stream.lua" "http://127.0.0.1:$fast_port/v1/completions" >"$2" ;;
-    streams) "${wrk_pin[@]}" wrk -t"$wrk_threads" -c"$streams" -d"$3" --timeout 30s --latency -s "$work/streams.lua" "http://127.0.0.1:$real_port/v1/completions" >"$2" ;;
+    health) "${client_pin[@]}" wrk -t"$wrk_threads" -c"$connections" -d"$3" --latency "http://127.0.0.1:$fast_port/health" >"$2" ;;
+    completion) "${client_pin[@]}" wrk -t"$wrk_threads" -c"$connections" -d"$3" --latency -s "$work/completion.lua" "http://127.0.0.1:$fast_port/v1/completions" >"$2" ;;
+    stream) "${client_pin[@]}" wrk -t"$wrk_threads" -c"$connections" -d"$3" --latency -s "$work/stream.lua" "http://127.0.0.1:$fast_port/v1/completions" >"$2" ;;
+    streams) "${client_pin[@]}" wrk -t"$wrk_threads" -c"$streams" -d"$3" --timeout 30s --latency -s "$work/streams.lua" "http://127.0.0.1:$real_port/v1/completions" >"$2" ;;
   esac
 }
 
@@ -87,24 +72,12 @@ for round in $(seq "$rounds"); do
 done
 
 mkdir -p "$repo/bench/results"
-python3 - "$work" "$rounds" "$repo/bench/results/omni_sim.json" <<'PY'
-import json, os, platform, re, statistics, sys, datetime
+python3 - "$work" "$rounds" "$repo/bench/results/omni_sim.json" "$repo/bench" <<'PY'
+import json, os, platform, statistics, sys, datetime
 
 work, rounds, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-UNIT = {"us": 1e-3, "ms": 1.0, "s": 1e3}
-
-def parse(path):
-    text = open(path).read()
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
-    lat = {}
-    for pct in ("50", "99"):
-        m = re.search(r"^\s+%s%%\s+([\d.]+)(us|ms|s)\s*$" % pct, text, re.M)
-        lat[pct] = float(m.group(1)) * UNIT[m.group(2)]
-    m = re.search(r"Latency\s+([\d.]+)(us|ms|s)", text)
-    mean = float(m.group(1)) * UNIT[m.group(2)]
-    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-    return {"rps": rps, "mean_ms": mean, "p50_ms": lat["50"], "p99_ms": lat["99"],
-            "non_2xx": int(errors.group(1)) if errors else 0}
+sys.path.insert(0, sys.argv[4])
+from wrk_report import parse
 
 result = {}
 for name in ("health", "completion", "stream", "streams"):

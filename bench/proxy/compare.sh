@@ -14,17 +14,9 @@ old=${1:?usage: compare.sh OLD_BIN_DIR NEW_BIN_DIR}
 new=${2:?usage: compare.sh OLD_BIN_DIR NEW_BIN_DIR}
 rounds=${ROUNDS:-6}
 duration=${DURATION:-2s}
-for tool in nginx wrk python3 jq taskset; do
-  command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 1; }
-done
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+. "$repo/bench/lib.sh"
+bench_require nginx wrk python3 jq taskset
 
 taskset -c 0 "$new/omni-fake-engine" --port-file "$work/engine.port" >/dev/null 2>&1 &
 pids+=($!)
@@ -40,32 +32,11 @@ start_proxy() {  # start_proxy BIN_DIR NAME
 }
 old_at=$(start_proxy "$old" old)
 new_at=$(start_proxy "$new" new)
-nginx_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-mkdir -p "$work/nginx/logs"
-cat >"$work/nginx/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/logs/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 100000000;
-  client_body_temp_path $work/nginx/client_body;
-  proxy_temp_path $work/nginx/proxy;
-  fastcgi_temp_path $work/nginx/fastcgi;
-  uwsgi_temp_path $work/nginx/uwsgi;
-  scgi_temp_path $work/nginx/scgi;
-  upstream engine { server 127.0.0.1:$engine_port; keepalive 128; }
-  server {
-    listen 127.0.0.1:$nginx_port;
-    location / { proxy_pass http://engine; proxy_http_version 1.1; proxy_set_header Connection ""; }
-  }
-}
-CONF
-taskset -c 0 nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" 2>"$work/nginx/stderr" &
-pids+=($!)
-sleep 0.5
+nginx_port=$(free_port)
+write_nginx_conf "$nginx_port" "upstream engine { server 127.0.0.1:$engine_port; keepalive 128; }" \
+  'location / { proxy_pass http://engine; proxy_http_version 1.1; proxy_set_header Connection ""; }'
+start_nginx
+wait_for_port "$nginx_port"
 
 body='{"model":"fake-model","prompt":"hello","max_tokens":1}'
 cat >"$work/post.lua" <<LUA

@@ -22,35 +22,8 @@ bin=$build_dir/bin
 for b in omni-proxy omni-fake-engine omni-proxy-load; do
   [[ -x $bin/$b ]] || { echo "missing $bin/$b (cmake --build $build_dir --target $b)" >&2; exit 1; }
 done
-for tool in nginx wrk python3; do
-  command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 1; }
-done
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
-
-# Servers on core 0, load generators on core 1, when there are two.
-server_pin=()
-client_pin=()
-if command -v taskset >/dev/null && [[ $(nproc) -ge 2 ]]; then
-  server_pin=(taskset -c 0)
-  client_pin=(taskset -c 1)
-fi
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_for_port() {
-  for _ in $(seq 100); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-    sleep 0.05
-  done
-  echo "nothing listens on port $1" >&2
-  return 1
-}
+. "$repo/bench/lib.sh"
+bench_require nginx wrk python3
 
 engine_port=$(free_port)
 proxy_port=$(free_port)
@@ -61,35 +34,10 @@ pids+=($!)
   --decode-endpoints "127.0.0.1:$engine_port" --workers 1 --health-interval 0s \
   --log-level warn >"$work/proxy.log" 2>&1 &
 pids+=($!)
-mkdir -p "$work/nginx/logs"
-cat >"$work/nginx/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/logs/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 100000000;
-  client_body_temp_path $work/nginx/client_body;
-  proxy_temp_path $work/nginx/proxy;
-  fastcgi_temp_path $work/nginx/fastcgi;
-  uwsgi_temp_path $work/nginx/uwsgi;
-  scgi_temp_path $work/nginx/scgi;
-  upstream engine { server 127.0.0.1:$engine_port; keepalive 128; }
-  server {
-    listen 127.0.0.1:$nginx_port;
-    location / {
-      proxy_pass http://engine;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_buffering off;  # relay SSE events as they come, as omni-proxy does
-    }
-  }
-}
-CONF
-"${server_pin[@]}" nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" 2>"$work/nginx/stderr" &
-pids+=($!)
+# nginx as a plain reverse proxy to the same engine, SSE relayed as it comes (as omni-proxy does).
+write_nginx_conf "$nginx_port" "upstream engine { server 127.0.0.1:$engine_port; keepalive 128; }" \
+  'location / { proxy_pass http://engine; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; }'
+start_nginx
 wait_for_port "$engine_port"
 wait_for_port "$proxy_port"
 wait_for_port "$nginx_port"
