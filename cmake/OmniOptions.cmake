@@ -37,6 +37,8 @@ function(omni_test name)
   endif()
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gmock GTest::gtest_main omni_warnings)
+  # Test-only helpers shared by the suites: #include "support/....hpp".
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   gtest_discover_tests(${name}
     PROPERTIES LABELS "${T_LABELS}"
     DISCOVERY_TIMEOUT 60

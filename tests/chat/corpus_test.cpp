@@ -13,6 +13,8 @@
 
 #include "omni/chat/template.hpp"
 
+#include "support/corpus.hpp"
+
 namespace omni::chat {
 namespace {
 
@@ -48,11 +50,8 @@ TEST(ChatTemplateCorpusTest, EveryInputRendersOrFailsAsNamed) {
   ASSERT_TRUE(std::filesystem::is_directory(dir)) << dir;
   std::size_t ok_files = 0;
   std::size_t err_files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (!entry.is_regular_file()) continue;
-    std::ifstream in(entry.path(), std::ios::binary);
-    const std::string input((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const std::string name = entry.path().filename().string();
+  for (const auto& [path, input] : omni::test_support::read_corpus(dir)) {
+    const std::string name = path.filename().string();
     auto result = run(input);
     if (name.rfind("ok_", 0) == 0) {
       ++ok_files;

@@ -8,6 +8,8 @@
 
 #include "omni/kvcache/kv_events.hpp"
 
+#include "support/corpus.hpp"
+
 namespace omni::kvcache {
 namespace {
 
@@ -16,19 +18,16 @@ TEST(KvEventsCorpus, EveryInputDecodesOrFailsCleanly) {
   ASSERT_TRUE(std::filesystem::is_directory(dir)) << dir;
   std::size_t files = 0;
   std::size_t decoded_ok = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (!entry.is_regular_file()) continue;
+  for (const auto& file : omni::test_support::read_corpus(dir)) {
     ++files;
-    std::ifstream in(entry.path(), std::ios::binary);
-    const std::vector<std::uint8_t> payload((std::istreambuf_iterator<char>(in)),
-                                            std::istreambuf_iterator<char>());
+    const std::vector<std::uint8_t> payload(file.bytes.begin(), file.bytes.end());
     auto decoded = decode_batch(payload);
     if (!decoded.ok()) continue;
     ++decoded_ok;
     for (EventLayout layout : {EventLayout::kArray, EventLayout::kMap}) {
       auto again = decode_batch(encode_batch(decoded->batch, layout));
-      ASSERT_TRUE(again.ok()) << entry.path();
-      EXPECT_EQ(again->batch, decoded->batch) << entry.path();
+      ASSERT_TRUE(again.ok()) << file.path;
+      EXPECT_EQ(again->batch, decoded->batch) << file.path;
     }
   }
   EXPECT_GE(files, 5u);

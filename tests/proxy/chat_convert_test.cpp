@@ -18,6 +18,8 @@
 #include "sim/response.hpp"
 #if OMNI_CHAT_CONVERT_WITH_SIM
 #include "sim/tokenizer_codec.hpp"
+
+#include "support/corpus.hpp"
 #endif
 
 namespace omni::proxy {
@@ -260,13 +262,10 @@ TEST(ChatConvertCorpus, EveryInputConvertsOrFailsCleanly) {
   const std::filesystem::path dir = OMNI_PROXY_CHAT_CONVERT_CORPUS_DIR;
   ASSERT_TRUE(std::filesystem::is_directory(dir)) << dir;
   std::size_t files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (!entry.is_regular_file()) continue;
+  for (const auto& [path, input] : omni::test_support::read_corpus(dir)) {
     ++files;
-    std::ifstream in(entry.path(), std::ios::binary);
-    const std::string input((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const std::string failure = fuzz::check_chat_convert(input);
-    EXPECT_TRUE(failure.empty()) << entry.path() << ": " << failure;
+    EXPECT_TRUE(failure.empty()) << path << ": " << failure;
   }
   EXPECT_GT(files, 5u);
 }

@@ -16,6 +16,8 @@
 
 #include "omni/proxy/rewrite.hpp"
 
+#include "support/corpus.hpp"
+
 namespace omni::proxy {
 namespace {
 
@@ -162,10 +164,8 @@ std::string differences(std::string_view body) {
 
 std::vector<std::string> corpus() {
   std::vector<std::string> inputs;
-  for (const auto& entry : std::filesystem::directory_iterator(OMNI_PROXY_REWRITE_CORPUS_DIR)) {
-    if (!entry.is_regular_file()) continue;
-    std::ifstream in(entry.path(), std::ios::binary);
-    inputs.emplace_back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (auto& file : omni::test_support::read_corpus(OMNI_PROXY_REWRITE_CORPUS_DIR)) {
+    inputs.push_back(std::move(file.bytes));
   }
   return inputs;
 }

@@ -8,6 +8,8 @@
 
 #include "rewrite_fuzz_checks.hpp"
 
+#include "support/corpus.hpp"
+
 namespace omni::proxy {
 namespace {
 
@@ -15,13 +17,10 @@ TEST(ProxyRewriteCorpus, EveryInputRewritesOrFailsCleanly) {
   const std::filesystem::path dir = OMNI_PROXY_REWRITE_CORPUS_DIR;
   ASSERT_TRUE(std::filesystem::is_directory(dir)) << dir;
   std::size_t files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (!entry.is_regular_file()) continue;
+  for (const auto& [path, input] : omni::test_support::read_corpus(dir)) {
     ++files;
-    std::ifstream in(entry.path(), std::ios::binary);
-    const std::string input((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const std::string failure = fuzz::check_rewrites(input);
-    EXPECT_TRUE(failure.empty()) << entry.path() << ": " << failure;
+    EXPECT_TRUE(failure.empty()) << path << ": " << failure;
   }
   EXPECT_GT(files, 5u);
 }

@@ -8,6 +8,8 @@
 
 #include "omni/sched/event_feed.hpp"
 
+#include "support/corpus.hpp"
+
 namespace omni::sched {
 namespace {
 
@@ -17,10 +19,8 @@ TEST(PrefixIndexCorpus, EveryPayloadIsAppliedOrDroppedCleanly) {
   PrefixIndex index;
   EventFeedStats stats;
   std::size_t files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    std::ifstream in(entry.path(), std::ios::binary);
-    const std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                                          std::istreambuf_iterator<char>());
+  for (const auto& file : omni::test_support::read_corpus(dir)) {
+    const std::vector<std::uint8_t> bytes(file.bytes.begin(), file.bytes.end());
     feed_payload(index, static_cast<InstanceId>(files % 4), bytes, 0.0, stats);
     ++files;
   }

@@ -8,6 +8,8 @@
 
 #include "sim/request.hpp"
 
+#include "support/corpus.hpp"
+
 namespace omni::sim {
 namespace {
 
@@ -17,15 +19,12 @@ TEST(SimRequestCorpus, EveryInputParsesOrIsRefused) {
   auto codec = make_builtin_codec();
   const ModelLimits limits{{"m"}, 128};
   std::size_t files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    std::ifstream in(entry.path(), std::ios::binary);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
+  for (const auto& [path, input] : omni::test_support::read_corpus(dir)) {
     for (Endpoint e : {Endpoint::kCompletions, Endpoint::kChat}) {
-      auto r = parse_generation_request(buffer.str(), e, limits, *codec);
+      auto r = parse_generation_request(input, e, limits, *codec);
       if (auto* err = std::get_if<ApiError>(&r)) {
-        EXPECT_GE(err->status, 400) << entry.path();
-        EXPECT_FALSE(err->message.empty()) << entry.path();
+        EXPECT_GE(err->status, 400) << path;
+        EXPECT_FALSE(err->message.empty()) << path;
       } else {
         EXPECT_LE(std::get<GenerationRequest>(r).prompt_tokens.size(), 128u);
       }

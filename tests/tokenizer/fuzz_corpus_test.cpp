@@ -9,6 +9,8 @@
 
 #include "omni/tokenizer/tokenizer.hpp"
 
+#include "support/corpus.hpp"
+
 namespace omni::tokenizer {
 namespace {
 
@@ -26,23 +28,20 @@ TEST(TokenizerFuzzCorpus, EveryInputEncodesConsistently) {
     Encoder cached(*tok);
     std::string previous;
     std::size_t files = 0;
-    for (const auto& entry : std::filesystem::directory_iterator(corpus)) {
-      if (!entry.is_regular_file()) continue;
+    for (const auto& [path, text] : omni::test_support::read_corpus(corpus)) {
       ++files;
-      std::ifstream in(entry.path(), std::ios::binary);
-      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       auto ids = encoder.encode(text);
-      ASSERT_TRUE(ids.ok()) << entry.path();
+      ASSERT_TRUE(ids.ok()) << path;
       const std::string extended = previous + text;
       auto incremental = cached.encode_incremental(extended);
       ASSERT_TRUE(incremental.ok());
-      EXPECT_EQ(*incremental, *encoder.encode(extended)) << name << " " << entry.path();
+      EXPECT_EQ(*incremental, *encoder.encode(extended)) << name << " " << path;
       previous = extended;
       Detokenizer stream(*tok);
       std::string joined;
       for (TokenId id : *ids) joined += stream.push(id);
       joined += stream.finish();
-      EXPECT_EQ(joined, (*tok)->decode(*ids)) << name << " " << entry.path();
+      EXPECT_EQ(joined, (*tok)->decode(*ids)) << name << " " << path;
     }
     EXPECT_GE(files, 10u);
   }

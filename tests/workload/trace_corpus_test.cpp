@@ -9,6 +9,8 @@
 
 #include "omni/workload/trace.hpp"
 
+#include "support/corpus.hpp"
+
 namespace omni::workload {
 namespace {
 
@@ -24,11 +26,8 @@ TEST(TraceCorpus, EveryInputParsesOrFailsCleanly) {
   const fs::path dir = OMNI_TRACE_CORPUS_DIR;
   ASSERT_TRUE(fs::is_directory(dir)) << dir;
   int files = 0, accepted = 0;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    std::ifstream in(entry.path(), std::ios::binary);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    const std::string data = buffer.str();
+  for (const auto& file : omni::test_support::read_corpus(dir)) {
+    const std::string& data = file.bytes;
     accepted += parse_mooncake_line(data).ok() ? 1 : 0;
     accepted += parse_azure_line(data).ok() ? 1 : 0;
     ++files;

@@ -9,6 +9,8 @@
 
 #include "sse_invariants.hpp"
 
+#include "support/corpus.hpp"
+
 namespace omni::http {
 namespace {
 
@@ -20,11 +22,8 @@ TEST(SseFuzzCorpus, EveryFileKeepsTheInvariants) {
   const std::filesystem::path dir = OMNI_SSE_CORPUS_DIR;
   ASSERT_TRUE(std::filesystem::is_directory(dir)) << dir;
   int files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (!entry.is_regular_file()) continue;
-    std::ifstream in(entry.path(), std::ios::binary);
-    const std::string input((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    EXPECT_EQ(fuzzing::check_sse_invariants(input), "") << entry.path().filename();
+  for (const auto& [path, input] : omni::test_support::read_corpus(dir)) {
+    EXPECT_EQ(fuzzing::check_sse_invariants(input), "") << path.filename();
     ++files;
   }
   EXPECT_GE(files, 10);
