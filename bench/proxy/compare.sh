@@ -22,16 +22,18 @@ taskset -c 0 "$new/omni-fake-engine" --port-file "$work/engine.port" >/dev/null 
 pids+=($!)
 for _ in $(seq 100); do [ -s "$work/engine.port" ] && break; sleep 0.05; done
 engine_port=$(cat "$work/engine.port")
+# Sets <NAME>_at to the proxy's address. Not called inside $(...): the pid must reach `pids`
+# in this shell, or cleanup would leave the proxy running.
 start_proxy() {  # start_proxy BIN_DIR NAME
   taskset -c 0 "$1/omni-proxy" --listen-port 0 --pd-mode aggregated \
     --decode-endpoints "127.0.0.1:$engine_port" --workers 1 --health-interval 0s \
     --log-level warn >"$work/$2.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do grep -q "listening on" "$work/$2.log" 2>/dev/null && break; sleep 0.05; done
-  sed -n 's|.*listening on http://\([^ ]*\).*|\1|p' "$work/$2.log"
+  printf -v "$2_at" '%s' "$(sed -n 's|.*listening on http://\([^ ]*\).*|\1|p' "$work/$2.log")"
 }
-old_at=$(start_proxy "$old" old)
-new_at=$(start_proxy "$new" new)
+start_proxy "$old" old
+start_proxy "$new" new
 nginx_port=$(free_port)
 write_nginx_conf "$nginx_port" "upstream engine { server 127.0.0.1:$engine_port; keepalive 128; }" \
   'location / { proxy_pass http://engine; proxy_http_version 1.1; proxy_set_header Connection ""; }'
