@@ -3,6 +3,11 @@
 find_package(Threads REQUIRED)
 # Boost 1.81 (libboost1.81-dev): Asio + Beast with C++20 coroutines and as_tuple.
 find_package(Boost 1.81 REQUIRED CONFIG COMPONENTS json)
+# Asio recycles the memory of coroutine frames and handlers per thread, but keeps only two
+# blocks of each kind by default: a request crosses a dozen nested coroutines, so nearly every
+# frame went to malloc. A deeper cache serves them all from the thread's own free list. Every
+# translation unit must agree on the value (it sizes an Asio class), hence a global definition.
+add_compile_definitions(BOOST_ASIO_RECYCLING_ALLOCATOR_CACHE_SIZE=16)
 find_package(yaml-cpp REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(fmt REQUIRED)

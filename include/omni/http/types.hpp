@@ -48,6 +48,9 @@ class Headers {
 };
 
 bool iequals(std::string_view a, std::string_view b) noexcept;
+// Whether `text` holds a CR, LF or NUL: in a header value or a target, any of them would let
+// the text split the head (header injection). One pass, no per-character library call.
+bool has_line_break(std::string_view text) noexcept;
 
 struct Request {
   Method method = Method::kGet;

@@ -16,9 +16,6 @@
 namespace omni::http {
 namespace {
 
-using detail::bhttp::field;
-using detail::bhttp::verb;
-
 constexpr std::string_view kUserAgent = "omni/" OMNI_VERSION;
 constexpr std::size_t kStreamPieceBytes = 16 * 1024;
 
@@ -27,18 +24,11 @@ Error invalid(std::string_view text, std::string_view why) {
                     "endpoint '" + std::string(text) + "': " + std::string(why));
 }
 
-Result<verb> to_verb(Method method) {
-  switch (method) {
-    case Method::kGet: return verb::get;
-    case Method::kHead: return verb::head;
-    case Method::kPost: return verb::post;
-    case Method::kPut: return verb::put;
-    case Method::kDelete: return verb::delete_;
-    case Method::kOptions: return verb::options;
-    case Method::kPatch: return verb::patch;
-    case Method::kUnknown: break;
-  }
-  return make_error(ErrorCode::kInvalidArgument, "request method is unknown");
+void append_field(std::string& head, std::string_view name, std::string_view value) {
+  head.append(name);
+  head.append(": ");
+  head.append(value);
+  head.append("\r\n");
 }
 
 // RFC 9110 token characters.
@@ -46,46 +36,74 @@ bool is_token(std::string_view text) noexcept {
   if (text.empty()) return false;
   for (unsigned char c : text) {
     const bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-    if (!alnum &&
-        std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) == std::string_view::npos) {
+    if (alnum || c == '-' || c == '_') continue;  // what real names use, checked first
+    if (std::string_view("!#$%&'*+.^`|~").find(static_cast<char>(c)) == std::string_view::npos) {
       return false;
     }
   }
   return true;
 }
 
-// A CR, LF or NUL in a header value or the target would let it smuggle extra header lines.
-bool has_control_break(std::string_view text) noexcept {
-  return text.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos;
-}
-
+// The head is written here rather than by Beast's serializer: one string, one allocation,
+// and the request goes out as two buffers (head, body) in one gathered write.
 Result<detail::WireRequest> to_wire(const Endpoint& to, Request request) {
-  auto method = to_verb(request.method);
-  if (!method.ok()) return std::move(method).error();
-  if (request.target.empty() || has_control_break(request.target) ||
+  if (request.method == Method::kUnknown) {
+    return make_error(ErrorCode::kInvalidArgument, "request method is unknown");
+  }
+  const std::string_view method = method_name(request.method);
+  if (request.target.empty() || has_line_break(request.target) ||
       request.target.find(' ') != std::string::npos) {
     return make_error(ErrorCode::kInvalidArgument, "request target is malformed");
   }
-  detail::WireRequest wire{*method, request.target, 11};
+  detail::WireRequest wire;
+  wire.head_request = request.method == Method::kHead;
+  std::size_t size = method.size() + request.target.size() + 64 + to.host.size();
+  for (const auto& [name, value] : request.headers) size += name.size() + value.size() + 4;
+  wire.head.reserve(size);
+  wire.head.append(method);
+  wire.head += ' ';
+  wire.head.append(request.target);
+  wire.head.append(" HTTP/1.1\r\n");
+  bool has_host = false;
+  bool has_agent = false;
   for (const auto& [name, value] : request.headers) {
-    if (!is_token(name) || has_control_break(value)) {
+    if (!is_token(name) || has_line_break(value)) {
       return make_error(ErrorCode::kInvalidArgument, "request header '" + name + "' is malformed");
     }
     // The framing is ours to decide from the body, never the caller's.
     if (iequals(name, "Content-Length") || iequals(name, "Transfer-Encoding")) continue;
-    wire.insert(name, value);
+    has_host = has_host || iequals(name, "Host");
+    has_agent = has_agent || iequals(name, "User-Agent");
+    append_field(wire.head, name, value);
   }
-  if (!request.headers.contains("Host")) wire.set(field::host, to.to_string());
-  if (!request.headers.contains("User-Agent")) wire.set(field::user_agent, kUserAgent);
-  wire.body() = std::move(request.body);
-  wire.prepare_payload();
+  if (!has_host) {
+    wire.head.append("Host: ");
+    const bool ipv6 = to.host.find(':') != std::string::npos;
+    if (ipv6) wire.head += '[';
+    wire.head.append(to.host);
+    if (ipv6) wire.head += ']';
+    wire.head += ':';
+    wire.head.append(std::to_string(to.port));
+    wire.head.append("\r\n");
+  }
+  if (!has_agent) append_field(wire.head, "User-Agent", kUserAgent);
+  // As Beast's prepare_payload: a length whenever there is a body, and for the methods whose
+  // empty body still means something (RFC 9110 section 8.6).
+  const Method m = request.method;
+  if (!request.body.empty() || m == Method::kPost || m == Method::kPut || m == Method::kPatch ||
+      m == Method::kOptions) {
+    append_field(wire.head, "Content-Length", std::to_string(request.body.size()));
+  }
+  wire.head.append("\r\n");
+  wire.body = std::move(request.body);
   return wire;
 }
 
 class StreamImpl final : public ResponseStream {
  public:
-  StreamImpl(std::shared_ptr<detail::ClientCore> client, Endpoint to, detail::Exchange exchange)
-      : client_(std::move(client)), to_(std::move(to)), exchange_(std::move(exchange)) {
+  StreamImpl(std::shared_ptr<detail::ClientCore> client, Endpoint to, detail::Exchange exchange,
+             Abort* abort)
+      : client_(std::move(client)), to_(std::move(to)), exchange_(std::move(exchange)), abort_(abort) {
     detail::copy_head(*exchange_.parser, status_, headers_);
   }
 
@@ -99,14 +117,25 @@ class StreamImpl final : public ResponseStream {
         detail::finish_exchange(*client_, to_, exchange_);
         break;
       }
+      if (abort_ && abort_->aborted()) {
+        ec_abort();
+        co_return *failure_;
+      }
       if (piece_.empty()) piece_.resize(kStreamPieceBytes);
-      auto& target = exchange_.parser->get().body();
+      auto& target = exchange_.parser->body();
       target.data = piece_.data();
       target.size = piece_.size();
+      std::optional<detail::AbortBinding> bound;
+      if (abort_) bound.emplace(abort_, *exchange_.connection);
       auto ec = co_await detail::read_some(*exchange_.connection, *exchange_.parser,
                                            client_->options.read_timeout);
+      bound.reset();
       const std::size_t produced = piece_.size() - target.size;
       target.data = nullptr;
+      if (ec && abort_ && abort_->aborted()) {
+        ec_abort();
+        co_return *failure_;
+      }
       if (ec) {
         exchange_.connection.reset();  // mid-body: it cannot be reused
         failure_ = detail::error_from(ec, to_, "reading the response body");
@@ -127,7 +156,7 @@ class StreamImpl final : public ResponseStream {
   std::size_t parse_buffered(std::size_t used) {
     auto& parser = *exchange_.parser;
     auto& buffer = exchange_.connection->buffer;
-    auto& target = parser.get().body();
+    auto& target = parser.body();
     std::size_t added = 0;
     while (buffer.size() > 0 && !parser.is_done() && used + added < piece_.size()) {
       target.data = piece_.data() + used + added;
@@ -150,6 +179,11 @@ class StreamImpl final : public ResponseStream {
     return added;
   }
 
+  void ec_abort() {
+    exchange_.connection.reset();  // mid-body: it cannot be reused
+    failure_ = detail::aborted_error(to_);
+  }
+
   std::shared_ptr<detail::ClientCore> client_;  // keeps the pool alive past the Client itself
   Endpoint to_;
   detail::Exchange exchange_;
@@ -157,28 +191,31 @@ class StreamImpl final : public ResponseStream {
   Headers headers_;
   std::vector<char> piece_;  // reused read buffer; each piece handed out is an exact copy
   std::optional<Error> failure_;
+  Abort* abort_;  // may end a read early; null when none was given
 };
 
 Task<Result<Response>> send_on(std::shared_ptr<detail::ClientCore> impl, Endpoint to,
-                               Request request) {
+                               Request request, Abort* abort) {
   auto wire = to_wire(to, std::move(request));
   if (!wire.ok()) co_return std::move(wire).error();
-  auto exchange = co_await detail::start_exchange(*impl, to, *wire, impl->options.max_body_bytes);
+  auto exchange =
+      co_await detail::start_exchange(*impl, to, *wire, impl->options.max_body_bytes, abort);
   if (!exchange.ok()) co_return std::move(exchange).error();
-  co_return co_await detail::read_whole(*impl, to, std::move(*exchange));
+  co_return co_await detail::read_whole(*impl, to, std::move(*exchange), abort);
 }
 
 Task<Result<std::unique_ptr<ResponseStream>>> open_on(std::shared_ptr<detail::ClientCore> impl,
-                                                      Endpoint to, Request request) {
+                                                      Endpoint to, Request request, Abort* abort) {
   auto wire = to_wire(to, std::move(request));
   if (!wire.ok()) co_return std::move(wire).error();
   // The body is handed out piece by piece and never accumulated, so its total length is not
   // a memory risk: a stream (SSE) may legitimately run for hours.
   auto exchange =
-      co_await detail::start_exchange(*impl, to, *wire, std::numeric_limits<std::uint64_t>::max());
+      co_await detail::start_exchange(*impl, to, *wire, std::numeric_limits<std::uint64_t>::max(),
+                                      abort);
   if (!exchange.ok()) co_return std::move(exchange).error();
   co_return std::unique_ptr<ResponseStream>(
-      std::make_unique<StreamImpl>(impl, std::move(to), std::move(*exchange)));
+      std::make_unique<StreamImpl>(impl, std::move(to), std::move(*exchange), abort));
 }
 
 }  // namespace
@@ -235,12 +272,13 @@ Client::Client(boost::asio::any_io_executor executor, ClientOptions options)
 
 Client::~Client() { impl_->shutdown(); }
 
-Task<Result<Response>> Client::send(const Endpoint& to, Request request) {
-  return send_on(impl_, to, std::move(request));
+Task<Result<Response>> Client::send(const Endpoint& to, Request request, Abort* abort) {
+  return send_on(impl_, to, std::move(request), abort);
 }
 
-Task<Result<std::unique_ptr<ResponseStream>>> Client::open(const Endpoint& to, Request request) {
-  return open_on(impl_, to, std::move(request));
+Task<Result<std::unique_ptr<ResponseStream>>> Client::open(const Endpoint& to, Request request,
+                                                           Abort* abort) {
+  return open_on(impl_, to, std::move(request), abort);
 }
 
 void Client::close_idle() { impl_->close_idle(); }

@@ -2,6 +2,8 @@
 // connection when a pooled one turns out to be dead), then the body — whole for send(), piece
 // by piece for open().
 #include <algorithm>
+#include <array>
+#include <boost/asio/write.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -54,7 +56,7 @@ Task<boost::system::error_code> read_head(PooledConnection& connection, Response
 // interim: RFC 9110 section 15.2 lets the client ignore it and wait for the final response.
 // Beast parses it as a complete body-less message, so the caller needs a fresh parser.
 bool is_interim(const ResponseParser& parser) {
-  const unsigned status = parser.get().result_int();
+  const int status = parser.status();
   return status >= 100 && status < 200 && status != 101;
 }
 
@@ -76,17 +78,29 @@ Task<boost::system::error_code> read_some(PooledConnection& connection, Response
   co_return ec;
 }
 
+Error aborted_error(const Endpoint& to) {
+  return make_error(ErrorCode::kCancelled, to.to_string() + ": the call was aborted");
+}
+
 Task<Result<Exchange>> start_exchange(ClientCore& impl, const Endpoint& to, const WireRequest& wire,
-                                      std::uint64_t body_limit) {
-  const bool head_request = wire.method() == bhttp::verb::head;
+                                      std::uint64_t body_limit, Abort* abort) {
+  const bool head_request = wire.head_request;
   for (int attempt = 0;; ++attempt) {
+    if (abort && abort->aborted()) co_return aborted_error(to);
     auto acquired = co_await impl.acquire(to, /*fresh_only=*/attempt > 0);
     if (!acquired.ok()) co_return std::move(acquired).error();
     ConnectionPtr connection = std::move(*acquired);
+    // A connect is not covered: it is bounded by connect_timeout, and the check above and
+    // the one below catch an abort that came meanwhile.
+    if (abort && abort->aborted()) co_return aborted_error(to);
+    const AbortBinding bound(abort, *connection);
     const bool may_retry = connection->reused && attempt == 0;
 
     connection->stream.expires_after(impl.options.write_timeout);
-    auto [write_ec, written] = co_await bhttp::async_write(connection->stream, wire, kAsTuple);
+    const std::array<asio::const_buffer, 2> pieces{asio::buffer(wire.head),
+                                                   asio::buffer(wire.body)};
+    auto [write_ec, written] = co_await asio::async_write(connection->stream, pieces, kAsTuple);
+    if (write_ec && abort && abort->aborted()) co_return aborted_error(to);
     if (write_ec) {
       if (may_retry && means_stale_connection(write_ec)) continue;
       co_return error_from(write_ec, to, "writing the request");
@@ -101,6 +115,7 @@ Task<Result<Exchange>> start_exchange(ClientCore& impl, const Endpoint& to, cons
       if (read_ec || !is_interim(*parser)) break;
       if (++interim > kMaxInterimResponses) co_return too_many_interim(to);
     }
+    if (read_ec && abort && abort->aborted()) co_return aborted_error(to);
     if (read_ec) {
       // An interim response means the server has seen the request: no retry after one.
       const bool nothing_received =
@@ -112,43 +127,45 @@ Task<Result<Exchange>> start_exchange(ClientCore& impl, const Endpoint& to, cons
   }
 }
 
-void copy_head(const ResponseParser& parser, int& status, Headers& headers) {
-  const auto& message = parser.get();
-  status = static_cast<int>(message.result_int());
-  headers.reserve(static_cast<std::size_t>(std::distance(message.begin(), message.end())));
-  for (const auto& field : message) {
-    headers.add(std::string(field.name_string()), std::string(field.value()));
-  }
+void copy_head(ResponseParser& parser, int& status, Headers& headers) {
+  status = parser.status();
+  headers = std::move(parser.headers());
 }
 
 void finish_exchange(ClientCore& impl, const Endpoint& to, Exchange& exchange) {
   // Bytes past the end of the response mean the server is confused or pipelining: the
   // connection cannot be trusted with another request. After 101 Switching Protocols it no
   // longer speaks HTTP at all.
-  const bool switched = exchange.parser->get().result_int() == 101;
+  const bool switched = exchange.parser->status() == 101;
   if (!switched && exchange.parser->keep_alive() && exchange.connection->buffer.size() == 0) {
     impl.release(to, std::move(exchange.connection));
   }
   exchange.connection.reset();
 }
 
-Task<Result<Response>> read_whole(ClientCore& impl, const Endpoint& to, Exchange exchange) {
+Task<Result<Response>> read_whole(ClientCore& impl, const Endpoint& to, Exchange exchange,
+                                  Abort* abort) {
+  const AbortBinding bound(abort, *exchange.connection);
   Response response;
   copy_head(*exchange.parser, response.status, response.headers);
   std::string& body = response.body;
-  if (auto announced = exchange.parser->content_length()) {
-    body.reserve(static_cast<std::size_t>(*announced));  // body_limit has bounded it already
-  }
+  // body_limit has bounded an announced length already. Growing by exactly what is still
+  // due keeps a small answer from paying for (and zeroing) a whole read-sized buffer.
+  const auto announced = exchange.parser->content_length();
+  if (announced) body.reserve(static_cast<std::size_t>(*announced));
   while (!exchange.parser->is_done()) {
     // Read straight into the body: grow it, lend the spare room to the parser, trim.
     const std::size_t used = body.size();
-    body.resize(std::max(body.capacity(), used + kBodyReadBytes));
-    auto& target = exchange.parser->get().body();
+    std::size_t grow = std::max(body.capacity() - used, kBodyReadBytes);
+    if (announced) grow = std::max<std::size_t>(static_cast<std::size_t>(*announced) - used, 1);
+    body.resize(used + grow);
+    auto& target = exchange.parser->body();
     target.data = body.data() + used;
     target.size = body.size() - used;
     auto ec = co_await read_some(*exchange.connection, *exchange.parser, impl.options.read_timeout);
     body.resize(body.size() - target.size);
     target.data = nullptr;
+    if (ec && abort && abort->aborted()) co_return aborted_error(to);
     if (ec) co_return error_from(ec, to, "reading the response body");
   }
   finish_exchange(impl, to, exchange);

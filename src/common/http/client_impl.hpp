@@ -5,10 +5,11 @@
 
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/buffer_body.hpp>
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/basic_parser.hpp>
+#include <boost/beast/http/error.hpp>
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -40,10 +41,67 @@ struct PooledConnection {
 };
 using ConnectionPtr = std::unique_ptr<PooledConnection>;
 
-// The response is read into a caller-provided buffer (buffer_body), so a streamed body is
-// never held whole in memory.
-using ResponseParser = bhttp::response_parser<bhttp::buffer_body>;
-using WireRequest = bhttp::request<bhttp::string_body>;
+// Parses a response head straight into omni's types (no Beast message, no field list to
+// copy from), and its body into a buffer the caller lends piece by piece, as Beast's
+// buffer_body does: a streamed body is never held whole in memory.
+class ResponseParser final : public bhttp::basic_parser<false> {
+ public:
+  // Where the next body bytes go; advanced as they arrive. No room (or no buffer) makes the
+  // parser stop with need_buffer.
+  struct BodyTarget {
+    char* data = nullptr;
+    std::size_t size = 0;
+  };
+
+  int status() const noexcept { return status_; }
+  Headers& headers() noexcept { return headers_; }
+  BodyTarget& body() noexcept { return body_; }
+
+ private:
+  void on_request_impl(bhttp::verb, beast::string_view, beast::string_view, int,
+                       boost::system::error_code&) override {}
+  void on_response_impl(int code, beast::string_view, int, boost::system::error_code&) override {
+    status_ = code;
+    headers_.clear();  // an interim (1xx) head is followed by the real one
+  }
+  void on_field_impl(bhttp::field, beast::string_view name, beast::string_view value,
+                     boost::system::error_code&) override {
+    headers_.add(std::string(name), std::string(value));
+  }
+  void on_header_impl(boost::system::error_code&) override {}
+  void on_body_init_impl(const boost::optional<std::uint64_t>&,
+                         boost::system::error_code&) override {}
+  std::size_t on_body_impl(beast::string_view data, boost::system::error_code& ec) override {
+    return take(data, ec);
+  }
+  void on_chunk_header_impl(std::uint64_t, beast::string_view,
+                            boost::system::error_code&) override {}
+  std::size_t on_chunk_body_impl(std::uint64_t, beast::string_view data,
+                                 boost::system::error_code& ec) override {
+    return take(data, ec);
+  }
+  void on_finish_impl(boost::system::error_code&) override {}
+
+  std::size_t take(beast::string_view data, boost::system::error_code& ec) {
+    const std::size_t n = std::min(data.size(), body_.size);
+    if (n > 0) std::memcpy(body_.data, data.data(), n);
+    body_.data += n;
+    body_.size -= n;
+    if (n < data.size()) ec = bhttp::error::need_buffer;
+    return n;
+  }
+
+  int status_ = 0;
+  Headers headers_;
+  BodyTarget body_;
+};
+// A request ready for the wire: the request line and header fields (ending in the blank
+// line), then the body.
+struct WireRequest {
+  std::string head;
+  std::string body;
+  bool head_request = false;  // its response has headers only, whatever they announce
+};
 
 // "<endpoint>: <during>: <what happened>", with the ErrorCode the failure deserves.
 Error error_from(const boost::system::error_code& ec, const Endpoint& to, std::string_view during);
@@ -75,7 +133,12 @@ struct ClientCore {
   boost::asio::any_io_executor executor;
   ClientOptions options;
   // Per endpoint, oldest first: expiry pops from the front, reuse takes from the back.
-  std::unordered_map<std::string, std::deque<ConnectionPtr>> idle;
+  struct EndpointHash {
+    std::size_t operator()(const Endpoint& e) const noexcept {
+      return std::hash<std::string>{}(e.host) * 31 + e.port;
+    }
+  };
+  std::unordered_map<Endpoint, std::deque<ConnectionPtr>, EndpointHash> idle;
   std::size_t idle_total = 0;
   bool closed = false;
 
@@ -89,17 +152,37 @@ struct Exchange {
   std::unique_ptr<ResponseParser> parser;
 };
 
+// While alive, an Abort given to a call cancels `connection`'s operations (abort() then
+// completes them at once with operation_aborted).
+class AbortBinding {
+ public:
+  AbortBinding(Abort* abort, PooledConnection& connection) : abort_(abort) {
+    if (abort_) abort_->on_abort([&connection] { connection.stream.cancel(); });
+  }
+  ~AbortBinding() {
+    if (abort_) abort_->on_abort(nullptr);
+  }
+  AbortBinding(const AbortBinding&) = delete;
+  AbortBinding& operator=(const AbortBinding&) = delete;
+
+ private:
+  Abort* abort_;
+};
+Error aborted_error(const Endpoint& to);
+
 // Writes `wire` and reads the response head. A reused connection that fails before any
-// response byte is replaced once by a fresh one; any other failure is final.
+// response byte is replaced once by a fresh one; any other failure is final. An aborted
+// call (`abort`) fails with kCancelled.
 Task<Result<Exchange>> start_exchange(ClientCore& impl, const Endpoint& to, const WireRequest& wire,
-                                      std::uint64_t body_limit);
+                                      std::uint64_t body_limit, Abort* abort);
 // One socket read at most (none if buffered bytes suffice), parsed into the parser's body
 // buffer; every read under `timeout`, so it bounds silence rather than the whole response.
 Task<boost::system::error_code> read_some(PooledConnection& connection, ResponseParser& parser,
                                           Duration timeout);
 // The rest of the body into a Response (bounded by the parser's body limit).
-Task<Result<Response>> read_whole(ClientCore& impl, const Endpoint& to, Exchange exchange);
-void copy_head(const ResponseParser& parser, int& status, Headers& headers);
+Task<Result<Response>> read_whole(ClientCore& impl, const Endpoint& to, Exchange exchange,
+                                  Abort* abort);
+void copy_head(ResponseParser& parser, int& status, Headers& headers);
 // The response is complete: pool the connection if it may serve another request.
 void finish_exchange(ClientCore& impl, const Endpoint& to, Exchange& exchange);
 

@@ -102,7 +102,7 @@ ClientCore::ClientCore(asio::any_io_executor executor_in, ClientOptions options_
 Task<Result<ConnectionPtr>> ClientCore::acquire(const Endpoint& to, bool fresh_only) {
   expire_idle();
   if (!fresh_only) {
-    auto found = idle.find(to.to_string());
+    auto found = idle.find(to);
     while (found != idle.end() && !found->second.empty()) {
       ConnectionPtr connection = std::move(found->second.back());
       found->second.pop_back();
@@ -141,7 +141,7 @@ void ClientCore::release(const Endpoint& to, ConnectionPtr connection) {
   connection->reused = true;
   connection->idle_since = std::chrono::steady_clock::now();
   connection->stream.expires_never();
-  auto& queue = idle[to.to_string()];
+  auto& queue = idle[to];
   if (queue.size() >= options.max_idle_per_endpoint) {
     queue.pop_front();  // the oldest is the likeliest to be closed by the server soon
     --idle_total;

@@ -26,9 +26,7 @@ void configure_parser(RequestParser& parser, const ParseLimits& limits) {
 
 std::optional<Rejection> check_head(const RequestParser& parser) {
   // Versions need no check here: Beast's parser refuses anything but HTTP/1.0 and 1.1.
-  if (parse_method(view(parser.get().method_string())) == Method::kUnknown) {
-    return Rejection{501, "method not implemented"};
-  }
+  if (parser.method() == Method::kUnknown) return Rejection{501, "method not implemented"};
   return std::nullopt;
 }
 
@@ -40,22 +38,45 @@ Rejection classify_parse_error(const boost::system::error_code& ec) {
   return Rejection{400, "malformed HTTP request"};
 }
 
-bool expects_continue(const RequestParser& parser) {
-  const auto& message = parser.get();
-  if (message.version() < 11) return false;
-  const auto it = message.find(http::field::expect);
-  return it != message.end() && iequals(view(it->value()), "100-continue");
+bool expects_continue(const RequestParser& parser) { return parser.expects_continue(); }
+
+void to_request(RequestParser& parser, Request& out) { parser.move_into(out); }
+
+void RequestParser::move_into(Request& out) {
+  out.method = method_;
+  out.target = std::move(target_);
+  out.headers = std::move(headers_);
+  out.body = std::move(body_);
 }
 
-void to_request(RequestParser& parser, Request& out) {
-  auto& message = parser.get();
-  out.method = parse_method(view(message.method_string()));
-  out.target.assign(view(message.target()));
-  out.headers.clear();
-  for (const auto& field : message) {
-    out.headers.add(std::string(view(field.name_string())), std::string(view(field.value())));
+void RequestParser::on_request_impl(http::verb, string_view method, string_view target,
+                                    int version, error_code&) {
+  method_ = omni::http::parse_method(view(method));
+  target_.assign(target.data(), target.size());
+  version_ = static_cast<unsigned>(version);
+}
+
+void RequestParser::on_field_impl(http::field name, string_view name_string, string_view value,
+                                  error_code&) {
+  if (name == http::field::expect && version_ >= 11 && iequals(view(value), "100-continue")) {
+    expects_continue_ = true;
   }
-  out.body = std::move(message.body());
+  headers_.add(std::string(view(name_string)), std::string(view(value)));
+}
+
+void RequestParser::on_body_init_impl(const boost::optional<std::uint64_t>& length, error_code&) {
+  // body_limit has bounded an announced length already.
+  if (length) body_.reserve(static_cast<std::size_t>(*length));
+}
+
+std::size_t RequestParser::on_body_impl(string_view data, error_code&) {
+  body_.append(data.data(), data.size());
+  return data.size();
+}
+
+std::size_t RequestParser::on_chunk_body_impl(std::uint64_t, string_view data, error_code&) {
+  body_.append(data.data(), data.size());
+  return data.size();
 }
 
 namespace {

@@ -4,19 +4,50 @@
 // Private to omni_http: it exposes Beast types, which public headers must not.
 #pragma once
 
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/basic_parser.hpp>
 #include <boost/system/error_code.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "omni/http/types.hpp"
 
 namespace omni::http::detail {
 
-using RequestParser = boost::beast::http::request_parser<boost::beast::http::string_body>;
+// Parses a request straight into omni's own types: no Beast message and field list to copy
+// out of afterwards (that copy cost an allocation per header on every request).
+class RequestParser final : public boost::beast::http::basic_parser<true> {
+ public:
+  Method method() const noexcept { return method_; }
+  unsigned version() const noexcept { return version_; }
+  bool expects_continue() const noexcept { return expects_continue_; }
+  // Moves the parsed parts out (the parser is spent afterwards).
+  void move_into(Request& out);
+
+ private:
+  using string_view = boost::beast::string_view;
+  using error_code = boost::system::error_code;
+  void on_request_impl(boost::beast::http::verb, string_view method, string_view target,
+                       int version, error_code&) override;
+  void on_response_impl(int, string_view, int, error_code&) override {}
+  void on_field_impl(boost::beast::http::field name, string_view name_string, string_view value,
+                     error_code&) override;
+  void on_header_impl(error_code&) override {}
+  void on_body_init_impl(const boost::optional<std::uint64_t>& length, error_code&) override;
+  std::size_t on_body_impl(string_view data, error_code&) override;
+  void on_chunk_header_impl(std::uint64_t, string_view, error_code&) override {}
+  std::size_t on_chunk_body_impl(std::uint64_t, string_view data, error_code&) override;
+  void on_finish_impl(error_code&) override {}
+
+  Method method_ = Method::kUnknown;
+  unsigned version_ = 11;
+  bool expects_continue_ = false;
+  std::string target_;
+  Headers headers_;
+  std::string body_;
+};
 
 struct ParseLimits {
   std::size_t max_header_bytes = 16 * 1024;

@@ -183,9 +183,8 @@ Connection::ReadResult Connection::read_failed(const error_code& ec) {
 Task<bool> Connection::handle_request() {
   to_request(*parser_, request_);
   request_.remote = remote_;
-  const auto& message = parser_->get();
   writer_.reset(
-      RequestInfo{request_.method == Method::kHead, message.version(), parser_->keep_alive()});
+      RequestInfo{request_.method == Method::kHead, parser_->version(), parser_->keep_alive()});
   core_.counters.requests.fetch_add(1, std::memory_order_relaxed);
   bool threw = false;
   try {
@@ -204,7 +203,7 @@ Task<bool> Connection::handle_request() {
   if (force_closed_) co_return false;
   if (!writer_.started()) {
     if (threw)
-      writer_.reset(RequestInfo{request_.method == Method::kHead, message.version(), false});
+      writer_.reset(RequestInfo{request_.method == Method::kHead, parser_->version(), false});
     (void)co_await writer_.send(error_response(
         500, threw ? "the request handler failed" : "the request handler sent no response"));
   }

@@ -1,6 +1,7 @@
 #include "omni/http/types.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <boost/json.hpp>
 
 namespace omni::http {
@@ -70,7 +71,22 @@ bool iequals(std::string_view a, std::string_view b) noexcept {
          });
 }
 
+bool has_line_break(std::string_view text) noexcept {
+  if (text.size() < 32) {
+    for (const char c : text) {
+      if (c == '\r' || c == '\n' || c == '\0') return true;
+    }
+    return false;
+  }
+  // Longer values: three vectorised scans beat one byte-by-byte pass.
+  return std::memchr(text.data(), '\r', text.size()) != nullptr ||
+         std::memchr(text.data(), '\n', text.size()) != nullptr ||
+         std::memchr(text.data(), '\0', text.size()) != nullptr;
+}
+
 void Headers::add(std::string name, std::string value) {
+  // Requests and responses carry a handful of fields: one allocation instead of four growths.
+  if (fields_.capacity() == 0) fields_.reserve(8);
   fields_.emplace_back(std::move(name), std::move(value));
 }
 
