@@ -2,10 +2,6 @@
 // what the access log and metrics will say about it. Internal to the request path.
 #pragma once
 
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/cancellation_state.hpp>
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <memory>
@@ -62,55 +58,30 @@ inline Error client_gone_error() {
 }
 
 namespace detail {
-// Cancellation must reach `op` as error values, not as an exception from its next co_await.
-// (optional: co_spawn needs a default-constructible result.)
-template <class T>
-Task<std::optional<T>> quietly_cancellable(Task<T> op) {
-  co_await boost::asio::this_coro::throw_if_cancelled(false);
-  co_return co_await std::move(op);
-}
 struct Unwatch {
   http::ResponseWriter& writer;
   ~Unwatch() { writer.unwatch_close(); }
 };
-// Clears the handler forwarding this coroutine's cancellation, however the scope ends.
-struct Unforward {
-  boost::asio::cancellation_slot slot;
-  ~Unforward() {
-    if (slot.is_connected()) slot.clear();
-  }
-};
 }  // namespace detail
 
-// Runs `op` (an engine call) unless the client closes its connection first: then `op` is
-// cancelled (its engine connection dropped, so the engine aborts the request), call.client_gone
-// is set and the result is kCancelled. `op` runs as a child coroutine bound to a signal that
-// the close watch emits; a cancellation of this coroutine (parallel mode cancelling the leg) is
-// forwarded to the same signal. Cost: one coroutine spawn and one peeking receive.
+// Runs `op` (an engine call made with `abort`) unless the client closes its connection first:
+// then `abort` ends the call (its engine connection is closed, so the engine aborts the
+// request), call.client_gone is set and the result is kCancelled. `op` runs inline, in this
+// coroutine: a cancellation of this coroutine (parallel mode cancelling a leg) reaches its
+// socket operations directly. Cost: one peeking receive on the client's socket.
 template <class T>
-Task<Result<T>> unless_client_leaves(Call& call, Task<Result<T>> op) {
-  namespace asio = boost::asio;
+Task<Result<T>> unless_client_leaves(Call& call, http::Abort& abort, Task<Result<T>> op) {
   if (call.client_gone) co_return client_gone_error();
-  auto cancel = std::make_shared<asio::cancellation_signal>();
-  if (!call.writer.watch_close([cancel, &call] {
+  if (!call.writer.watch_close([&call, &abort] {
         call.client_gone = true;
-        cancel->emit(asio::cancellation_type::terminal);
+        abort.abort();
       })) {
     co_return co_await std::move(op);
   }
-  detail::Unwatch unwatch{call.writer};
-  asio::cancellation_state state = co_await asio::this_coro::cancellation_state;
-  detail::Unforward unforward{state.slot()};
-  if (unforward.slot.is_connected()) {
-    unforward.slot.assign([cancel](asio::cancellation_type type) { cancel->emit(type); });
-  }
-  auto executor = co_await asio::this_coro::executor;
-  auto child = detail::quietly_cancellable(std::move(op));
-  std::optional<Result<T>> result = co_await asio::co_spawn(
-      executor, std::move(child), asio::bind_cancellation_slot(cancel->slot(), asio::use_awaitable));
+  const detail::Unwatch unwatch{call.writer};
+  Result<T> result = co_await std::move(op);
   if (call.client_gone) co_return client_gone_error();
-  if (!result) co_return make_error(ErrorCode::kCancelled, "the engine call was cancelled");
-  co_return std::move(*result);
+  co_return result;
 }
 
 // The request to an engine: same route, `body`, the call's X-Request-Id.

@@ -132,7 +132,7 @@ bool ChatBridge::begin(Call& call) {
   conversion_->completion_body.clear();
   // The prompt is now token ids: the prompt step hashes them as for any completions request,
   // so a converted chat request gets exact block hashes where a chat body gets a count only.
-  call.prompt = call.g.prompts->read(call.request.body, Api::kCompletions);
+  call.prompt = call.g.prompts->read_valid(call.request.body, Api::kCompletions);
   call.info.prompt_tokens = conversion_->prompt_tokens;
   if (conversion_->stream) stream_.emplace(*conversion_);
   call.entry.chat = this;

@@ -69,8 +69,9 @@ LegResult client_left(Call& call) {
 
 Task<LegResult> send_whole(Call& call, http::Client& client, const http::Endpoint& to,
                            http::Request request) {
-  auto send = client.send(to, std::move(request));  // named: GCC 12 and co_await temporaries
-  auto answer = co_await unless_client_leaves(call, std::move(send));
+  http::Abort abort;
+  auto send = client.send(to, std::move(request), &abort);  // named: GCC 12 and temporaries
+  auto answer = co_await unless_client_leaves(call, abort, std::move(send));
   if (!answer && call.client_gone) co_return client_left(call);
   if (!answer) {
     call.error = answer.error().to_string();
@@ -193,8 +194,9 @@ Task<LegResult> decode_once(Call& call, const Placement& placement, std::string 
   if (!call.info.stream) co_return co_await send_whole(call, client, to, std::move(request));
 
   // Until the first event the client has been sent nothing, so only a watch notices it leave.
-  auto open = client.open(to, std::move(request));
-  auto opened = co_await unless_client_leaves(call, std::move(open));
+  http::Abort abort;  // declared before the stream, which keeps a pointer to it
+  auto open = client.open(to, std::move(request), &abort);
+  auto opened = co_await unless_client_leaves(call, abort, std::move(open));
   if (!opened && call.client_gone) co_return client_left(call);
   if (!opened) {
     call.error = opened.error().to_string();
@@ -207,7 +209,7 @@ Task<LegResult> decode_once(Call& call, const Placement& placement, std::string 
   }
   if (stream.status() != 200) co_return co_await forward_refusal(call, stream);
   auto next = stream.next();
-  auto first = co_await unless_client_leaves(call, std::move(next));
+  auto first = co_await unless_client_leaves(call, abort, std::move(next));
   if (!first && call.client_gone) co_return client_left(call);
   if (first && co_await leg_cancelled()) {
     first = make_error(ErrorCode::kCancelled, "the prefill leg failed");

@@ -44,12 +44,9 @@ void Dispatcher::stop() {
 }
 
 Status Dispatcher::submit(Ticket ticket, DecisionFn on_decision) {
-  Command command;
-  command.kind = Kind::kSubmit;
-  command.ticket = std::move(ticket);
-  command.on_decision = std::move(on_decision);
-  command.pushed = std::chrono::steady_clock::now();
   if (stopping_.load()) return make_error(ErrorCode::kCancelled, "the proxy is shutting down");
+  Command command(std::in_place_type<SubmitCommand>, std::move(ticket), std::move(on_decision),
+                  std::chrono::steady_clock::now());
   if (!commands_.try_push(std::move(command))) {
     return make_error(ErrorCode::kResourceExhausted, "the scheduler's hand-over queue is full");
   }
@@ -58,50 +55,30 @@ Status Dispatcher::submit(Ticket ticket, DecisionFn on_decision) {
 }
 
 bool Dispatcher::post(std::function<void(Scheduler&)> fn) {
-  Command command;
-  command.kind = Kind::kRun;
-  command.run = std::move(fn);
+  Command command(std::in_place_type<RunCommand>, std::move(fn));
   if (!commands_.try_push(std::move(command))) return false;
   combine();
   return true;
 }
 
 void Dispatcher::release(const Lease& lease, Outcome outcome) {
-  Command command;
-  command.kind = Kind::kRelease;
-  command.lease = lease;
-  command.outcome = outcome;
-  push(std::move(command));
+  push(Command(std::in_place_type<ReleaseCommand>, lease, outcome));
 }
 
 void Dispatcher::cancel(std::uint64_t ticket) {
-  Command command;
-  command.kind = Kind::kCancel;
-  command.id = ticket;
-  push(std::move(command));
+  push(Command(std::in_place_type<CancelCommand>, ticket));
 }
 
 void Dispatcher::probe(std::uint32_t node, bool healthy) {
-  Command command;
-  command.kind = Kind::kProbe;
-  command.id = node;
-  command.flag = healthy;
-  push(std::move(command));
+  push(Command(std::in_place_type<ProbeCommand>, node, healthy));
 }
 
 void Dispatcher::drain(std::string node, bool draining) {
-  Command command;
-  command.kind = Kind::kDrain;
-  command.name = std::move(node);
-  command.flag = draining;
-  push(std::move(command));
+  push(Command(std::in_place_type<DrainCommand>, std::move(node), draining));
 }
 
 void Dispatcher::set_nodes(std::vector<NodeSpec> nodes) {
-  Command command;
-  command.kind = Kind::kSetNodes;
-  command.nodes = std::move(nodes);
-  push(std::move(command));
+  push(Command(std::in_place_type<SetNodesCommand>, std::move(nodes)));
 }
 
 DispatcherSnapshot Dispatcher::snapshot() const {
@@ -166,9 +143,10 @@ void Dispatcher::pass(bool tick) {
   // timed (scheduler_pass_seconds measures placement work, not bookkeeping).
   if ((changed || tick) && !pending_.empty()) {
     const auto start = std::chrono::steady_clock::now();
-    std::vector<Decision> decisions = scheduler_.schedule();
+    decisions_.clear();
+    scheduler_.schedule(decisions_);
     if (metrics_.pass_duration) metrics_.pass_duration->observe(seconds_since(start));
-    deliver(decisions);
+    deliver(decisions_);  // callbacks never start a pass of their own (combine() checks)
     // A decision callback may have queued commands (a release of an abandoned lease); they
     // are applied by the combining loop's next pass.
   }
@@ -208,51 +186,47 @@ bool Dispatcher::drain_commands() {
   return any;
 }
 
+void Dispatcher::apply_submit(SubmitCommand& command) {
+  const std::uint64_t id = command.ticket.id;
+  if (stopping_.load()) {
+    command.on_decision(make_error(ErrorCode::kCancelled, "the proxy is shutting down"));
+    return;
+  }
+  if (Status status = scheduler_.submit(std::move(command.ticket)); !status) {
+    command.on_decision(std::move(status).error());
+    return;
+  }
+  pending_[id] = Pending{std::move(command.on_decision), command.pushed};
+}
+
 void Dispatcher::apply(Command& command) {
-  switch (command.kind) {
-    case Kind::kSubmit: {
-      const std::uint64_t id = command.ticket.id;
-      if (stopping_.load()) {
-        command.on_decision(make_error(ErrorCode::kCancelled, "the proxy is shutting down"));
-        return;
+  if (auto* submit = std::get_if<SubmitCommand>(&command)) {
+    apply_submit(*submit);
+  } else if (auto* release = std::get_if<ReleaseCommand>(&command)) {
+    scheduler_.release(release->lease, release->outcome);
+  } else if (auto* cancel = std::get_if<CancelCommand>(&command)) {
+    if (scheduler_.cancel(cancel->ticket)) {
+      auto it = pending_.find(cancel->ticket);
+      if (it != pending_.end()) {
+        DecisionFn on_decision = std::move(it->second.on_decision);
+        pending_.erase(it);
+        on_decision(make_error(ErrorCode::kCancelled, "cancelled"));
       }
-      if (Status status = scheduler_.submit(std::move(command.ticket)); !status) {
-        command.on_decision(std::move(status).error());
-        return;
-      }
-      pending_[id] = Pending{std::move(command.on_decision), command.pushed};
-      return;
     }
-    case Kind::kRelease: scheduler_.release(command.lease, command.outcome); return;
-    case Kind::kCancel:
-      if (scheduler_.cancel(command.id)) {
-        auto it = pending_.find(command.id);
-        if (it != pending_.end()) {
-          DecisionFn on_decision = std::move(it->second.on_decision);
-          pending_.erase(it);
-          on_decision(make_error(ErrorCode::kCancelled, "cancelled"));
-        }
-      }
-      return;
-    case Kind::kProbe:
-      scheduler_.report_probe(static_cast<std::uint32_t>(command.id), command.flag);
-      publish_now_ = true;
-      return;
-    case Kind::kDrain:
-      (void)scheduler_.set_draining(command.name, command.flag);
-      publish_now_ = true;
-      return;
-    case Kind::kSetNodes:
-      scheduler_.set_nodes(command.nodes);
-      refresh_names();
-      publish_now_ = true;
-      return;
-    case Kind::kRun:
-      if (command.run) command.run(scheduler_);
-      refresh_names();  // the function may have changed the node set
-      publish_now_ = true;
-      return;
-    case Kind::kNone: return;
+  } else if (auto* probe = std::get_if<ProbeCommand>(&command)) {
+    scheduler_.report_probe(probe->node, probe->healthy);
+    publish_now_ = true;
+  } else if (auto* drain = std::get_if<DrainCommand>(&command)) {
+    (void)scheduler_.set_draining(drain->node, drain->draining);
+    publish_now_ = true;
+  } else if (auto* set = std::get_if<SetNodesCommand>(&command)) {
+    scheduler_.set_nodes(set->nodes);
+    refresh_names();
+    publish_now_ = true;
+  } else if (auto* run = std::get_if<RunCommand>(&command)) {
+    if (run->fn) run->fn(scheduler_);
+    refresh_names();  // the function may have changed the node set
+    publish_now_ = true;
   }
 }
 

@@ -26,6 +26,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include "bounded_queue.hpp"
@@ -87,20 +88,36 @@ class Dispatcher {
   DispatcherSnapshot snapshot() const;
 
  private:
-  enum class Kind { kNone, kSubmit, kRelease, kCancel, kProbe, kDrain, kSetNodes, kRun };
-  struct Command {
-    Kind kind = Kind::kNone;
+  // What workers hand the master. A variant, so that the queue moves only the command at hand
+  // (a submit's ticket, or a release's lease), not every field any command might need.
+  struct SubmitCommand {
     Ticket ticket;
     DecisionFn on_decision;
-    Lease lease;
-    Outcome outcome = Outcome::kSuccess;
-    std::uint64_t id = 0;
-    bool flag = false;
-    std::string name;
-    std::vector<NodeSpec> nodes;
-    std::function<void(Scheduler&)> run;
     std::chrono::steady_clock::time_point pushed{};
   };
+  struct ReleaseCommand {
+    Lease lease;
+    Outcome outcome = Outcome::kSuccess;
+  };
+  struct CancelCommand {
+    std::uint64_t ticket = 0;
+  };
+  struct ProbeCommand {
+    std::uint32_t node = 0;
+    bool healthy = false;
+  };
+  struct DrainCommand {
+    std::string node;
+    bool draining = false;
+  };
+  struct SetNodesCommand {
+    std::vector<NodeSpec> nodes;
+  };
+  struct RunCommand {
+    std::function<void(Scheduler&)> fn;
+  };
+  using Command = std::variant<std::monostate, SubmitCommand, ReleaseCommand, CancelCommand,
+                               ProbeCommand, DrainCommand, SetNodesCommand, RunCommand>;
   struct Pending {
     DecisionFn on_decision;
     std::chrono::steady_clock::time_point pushed{};
@@ -121,6 +138,7 @@ class Dispatcher {
   void run();            // the background thread
   bool drain_commands();
   void apply(Command& command);
+  void apply_submit(SubmitCommand& command);
   void deliver(std::vector<Decision>& decisions);
   void cancel_all_pending();
   void refresh_names();
@@ -129,6 +147,7 @@ class Dispatcher {
   // ---- master context only (whoever holds master_) ----
   Scheduler scheduler_;
   std::unordered_map<std::uint64_t, Pending> pending_;
+  std::vector<Decision> decisions_;  // reused by every pass
   std::unordered_map<std::uint32_t, NodeName> names_;  // node id → name and group
   bool dirty_ = false;        // loads or queue changed since the last publish
   bool publish_now_ = false;  // a reload, drain or probe: publish at the end of this pass

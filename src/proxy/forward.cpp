@@ -22,9 +22,10 @@ namespace asio = boost::asio;
 constexpr auto kAsTuple = asio::as_tuple(asio::use_awaitable);
 
 struct DecisionWait {
-  explicit DecisionWait(asio::any_io_executor ex) : executor(ex), timer(ex) {}
+  explicit DecisionWait(asio::any_io_executor ex) : executor(std::move(ex)) {}
   asio::any_io_executor executor;
-  asio::steady_timer timer;
+  // Only a ticket that has to wait needs one: most are decided inside submit().
+  std::optional<asio::steady_timer> timer;
   // The I/O thread (one io_context each) that waits: a decision made on it needs no post.
   std::thread::id thread = std::this_thread::get_id();
   std::optional<Result<Placement>> result;
@@ -38,7 +39,7 @@ struct DecisionWait {
       return;
     }
     result = std::move(decision);
-    timer.cancel();
+    if (timer) timer->cancel();
   }
 };
 
@@ -62,7 +63,7 @@ Ticket make_ticket(Call& call, Role role, std::uint32_t attempt, std::vector<std
 // Tokenize once (prompt.hpp): the exact count replaces the byte estimate, the block hashes go
 // with every ticket; with --send-token-ids a text prompt reaches the engines as those ids.
 void read_prompt(Call& call) {
-  call.prompt = call.g.prompts->read(call.request.body, call.api);
+  call.prompt = call.g.prompts->read_valid(call.request.body, call.api);
   if (call.prompt.tokens) call.info.prompt_tokens = *call.prompt.tokens;
   if (!call.g.config.send_token_ids || call.prompt.text_ids.empty()) return;
   std::string ids = "[";
@@ -114,8 +115,9 @@ Task<std::optional<PrefillDone>> run_prefill(Call& call) {
     call.life.mark(Stage::kPrefilling, call.g.clock.now());
     const http::Endpoint to{node->host, node->port};
     http::Request request = upstream_request(call, *prefill);
-    auto send = client.send(to, std::move(request));  // named: see run_parallel on GCC 12
-    auto answer = co_await unless_client_leaves(call, std::move(send));
+    http::Abort abort;
+    auto send = client.send(to, std::move(request), &abort);  // named: see run_parallel
+    auto answer = co_await unless_client_leaves(call, abort, std::move(send));
     if (!answer && call.client_gone) {
       call.g.metrics.cancelled_legs->inc();
       call.g.dispatcher->release(placement->lease, Outcome::kNeutral);
@@ -348,18 +350,19 @@ Task<Result<Placement>> acquire(Gateway::Impl& g, Ticket ticket, Call* client) {
   if (!submitted) co_return std::move(submitted).error();
   if (wait->result) co_return std::move(*wait->result);
   // The ticket waits in the proxy queue: a client that leaves meanwhile cancels it at once.
+  wait->timer.emplace(executor);
   std::optional<detail::Unwatch> unwatch;
   if (client && client->writer.watch_close([wait, client] {
         client->client_gone = true;
         wait->client_gone = true;
-        wait->timer.cancel();
+        wait->timer->cancel();
       })) {
     unwatch.emplace(client->writer);
   }
   // The scheduler answers within the queue timeout; the margin covers its tick.
-  wait->timer.expires_after(g.config.timeouts.queue + std::chrono::seconds(5));
+  wait->timer->expires_after(g.config.timeouts.queue + std::chrono::seconds(5));
   while (!wait->result) {
-    auto [ec] = co_await wait->timer.async_wait(kAsTuple);
+    auto [ec] = co_await wait->timer->async_wait(kAsTuple);
     if (wait->client_gone && !wait->result) {
       wait->abandoned = true;
       g.dispatcher->cancel(id);

@@ -68,6 +68,7 @@ std::string decode_key(std::string_view raw) {
 
 std::vector<JsonMember> scan_valid_object(std::string_view s) {
   std::vector<JsonMember> members;
+  members.reserve(8);  // a request has a handful of members: one allocation, no regrowth
   std::size_t i = skip_space(s, 0);
   if (i >= s.size() || s[i] != '{') return members;
   i = skip_space(s, i + 1);

@@ -1,5 +1,7 @@
 #include "prompt.hpp"
 
+#include "json_scan.hpp"
+
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
@@ -129,13 +131,27 @@ std::vector<std::uint64_t> PromptReader::hashes(const std::vector<std::uint32_t>
 }
 
 PromptInfo PromptReader::read(std::string_view body, Api api) const {
-  PromptInfo info;
   auto members = scan_object(body);
-  if (!members) return info;
+  if (!members) return {};
+  return read_members(*members, api);
+}
+
+PromptInfo PromptReader::read_valid(std::string_view object, Api api) const {
+  // Without a tokenizer only token-id prompts can be known (a chat body, or a text prompt,
+  // would need encoding): the rest is settled without looking at the body at all.
+  if (!tokenizer_ && api == Api::kChatCompletions) return {};
+  return read_members(detail::scan_valid_object(object), api);
+}
+
+PromptInfo PromptReader::read_members(const std::vector<JsonMember>& members, Api api) const {
+  PromptInfo info;
   std::optional<json::value> prompt;
   std::optional<std::string> salt;
-  for (const JsonMember& m : *members) {
+  for (const JsonMember& m : members) {
     const bool wanted = m.key == (api == Api::kCompletions ? "prompt" : "messages");
+    // A text prompt without a tokenizer stays unknown: no need to decode it.
+    const bool hopeless = !tokenizer_ && !m.value.empty() && m.value.front() == '"';
+    if (wanted && hopeless) return info;
     if (wanted && !prompt) prompt = parse_value(m.value);
     if (m.key == "cache_salt" && !salt) {
       auto v = parse_value(m.value);

@@ -51,6 +51,9 @@ class PromptReader {
 
   // Never fails: what cannot be read (a batch, a malformed field, no tokenizer) stays unknown.
   PromptInfo read(std::string_view body, Api api) const;
+  // The same for a body already known to be one valid JSON object (inspect_request accepted
+  // it, or the proxy built it): no second validating pass on the hot path.
+  PromptInfo read_valid(std::string_view object, Api api) const;
 
   bool has_tokenizer() const noexcept { return tokenizer_ != nullptr; }
   // The tokenizer loaded from --tokenizer (null without one), for others that need the same.
@@ -58,6 +61,7 @@ class PromptReader {
   const kvcache::BlockHash& root() const noexcept { return root_; }
 
  private:
+  PromptInfo read_members(const std::vector<JsonMember>& members, Api api) const;
   PromptReader(std::shared_ptr<const tokenizer::Tokenizer> tokenizer, std::uint32_t block_size,
                kvcache::HashAlgo algo, kvcache::BlockHash root);
   std::optional<std::vector<std::uint32_t>> encode(std::string_view text) const;

@@ -80,44 +80,49 @@ Status Scheduler::submit(Ticket ticket) {
 
 std::vector<Decision> Scheduler::schedule() {
   std::vector<Decision> decisions;
-  if (queue_.empty()) return decisions;
+  schedule(decisions);
+  return decisions;
+}
+
+void Scheduler::schedule(std::vector<Decision>& decisions) {
+  if (queue_.empty()) return;
   const TimePoint now = clock_.now();
   refresh_circuits(now);
   settle_prefills(now);
 
   // Policy order, computed once per pass; ties keep arrival order (stable sort).
-  std::vector<std::pair<double, std::size_t>> order;
-  order.reserve(queue_.size());
+  order_.clear();
   for (std::size_t i = 0; i < queue_.size(); ++i) {
-    order.emplace_back(policy_->queue_score(view_of(queue_[i]), now), i);
+    order_.emplace_back(policy_->queue_score(view_of(queue_[i]), now), i);
   }
-  std::stable_sort(order.begin(), order.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (order_.size() > 1) {
+    std::stable_sort(order_.begin(), order_.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
 
-  std::vector<bool> finished(queue_.size(), false);
-  for (const auto& [score, index] : order) {
+  finished_.assign(queue_.size(), 0);
+  for (const auto& [score, index] : order_) {
     const Waiting& waiting = queue_[index];
     if (!any_possible(waiting.ticket)) {
       decisions.push_back({waiting.ticket.id,
                            make_error(ErrorCode::kUnavailable,
                                       std::string("no ") + std::string(role_name(waiting.ticket.role)) +
                                           " node left to try")});
-      finished[index] = true;
+      finished_[index] = 1;
     } else if (auto lease = place(waiting, now)) {
       decisions.push_back({waiting.ticket.id, *lease});
-      finished[index] = true;
+      finished_[index] = 1;
     } else if (now - waiting.enqueued >= options_.queue_timeout) {
       decisions.push_back({waiting.ticket.id,
                            make_error(ErrorCode::kTimeout, "no node was free within the queue timeout")});
-      finished[index] = true;
+      finished_[index] = 1;
     }
   }
   std::size_t kept = 0;
   for (std::size_t i = 0; i < queue_.size(); ++i) {
-    if (!finished[i]) queue_[kept++] = std::move(queue_[i]);
+    if (!finished_[i]) queue_[kept++] = std::move(queue_[i]);
   }
   queue_.resize(kept);
-  return decisions;
 }
 
 TicketView Scheduler::view_of(const Waiting& waiting) const {

@@ -31,6 +31,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "omni/common/clock.hpp"
@@ -163,6 +164,8 @@ class Scheduler {
   // A ticket whose role has no node at all (none configured, or every one tried) fails at
   // once with kUnavailable rather than waiting for nothing.
   std::vector<Decision> schedule();
+  // The same, appending to `out`: a caller that keeps the vector allocates nothing per pass.
+  void schedule(std::vector<Decision>& out);
   // Returns the lease's load and records the outcome for the node's health.
   void release(const Lease& lease, Outcome outcome);
   // Drops a waiting ticket (the client went away). Returns whether it was waiting.
@@ -241,6 +244,9 @@ class Scheduler {
   std::uint32_t next_id_ = 0;
   std::deque<Waiting> queue_;
   std::vector<NodeView> views_;  // reused per placement
+  // Reused per pass: the policy order of the queue and which entries were decided.
+  std::vector<std::pair<double, std::size_t>> order_;
+  std::vector<char> finished_;
 };
 
 std::string_view health_name(NodeHealth health) noexcept;
