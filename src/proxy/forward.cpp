@@ -63,6 +63,9 @@ Ticket make_ticket(Call& call, Role role, std::uint32_t attempt, std::vector<std
 // Tokenize once (prompt.hpp): the exact count replaces the byte estimate, the block hashes go
 // with every ticket; with --send-token-ids a text prompt reaches the engines as those ids.
 void read_prompt(Call& call) {
+  // Without a tokenizer only a prompt of token ids can be hashed: skip the body otherwise.
+  const bool ids_possible = call.api == Api::kCompletions && !call.info.text_prompt;
+  if (!call.g.prompts->has_tokenizer() && !ids_possible) return;
   call.prompt = call.g.prompts->read_valid(call.request.body, call.api);
   if (call.prompt.tokens) call.info.prompt_tokens = *call.prompt.tokens;
   if (!call.g.config.send_token_ids || call.prompt.text_ids.empty()) return;

@@ -48,6 +48,7 @@ Result<RequestInfo> inspect_request(std::string_view body, Api api, BadRequest* 
       return bad_request(bad, "'prompt' is required", "prompt");
     }
     info.prompt_tokens = fields.prompt_tokens;
+    info.text_prompt = fields.prompt == Kind::kString;
     info.max_tokens = kCompletionsDefaultMaxTokens;
   } else {
     if (fields.messages != Kind::kArray) {

@@ -15,6 +15,7 @@ TEST(ProxyInspectRequest, ReadsStreamModelAndLimits) {
   EXPECT_EQ(info->model, "m");
   EXPECT_EQ(info->prompt_tokens, 2u);  // 8 bytes of text, 4 per token
   EXPECT_EQ(info->max_tokens, 7u);
+  EXPECT_TRUE(info->text_prompt);
 }
 
 TEST(ProxyInspectRequest, CountsTokenIdsAndChatContent) {
@@ -22,12 +23,14 @@ TEST(ProxyInspectRequest, CountsTokenIdsAndChatContent) {
   ASSERT_TRUE(ids.ok());
   EXPECT_EQ(ids->prompt_tokens, 5u);
   EXPECT_EQ(ids->max_tokens, 16u);  // vLLM's default
+  EXPECT_FALSE(ids->text_prompt);    // token ids: the proxy may hash them
   auto chat = inspect_request(
       R"({"messages":[{"role":"user","content":"12345678"},{"role":"user","content":[{"type":"text","text":"1234"}]}],"max_completion_tokens":3,"max_tokens":9})",
       Api::kChatCompletions);
   ASSERT_TRUE(chat.ok());
   EXPECT_EQ(chat->prompt_tokens, 3u);
   EXPECT_EQ(chat->max_tokens, 3u);  // max_completion_tokens wins
+  EXPECT_FALSE(chat->text_prompt);
 }
 
 TEST(ProxyInspectRequest, RejectsWithTheOffendingField) {

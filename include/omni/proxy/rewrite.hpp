@@ -36,6 +36,7 @@ struct RequestInfo {
   // one each, text counts one token per 4 bytes (at least 1).
   std::uint64_t prompt_tokens = 0;
   std::uint64_t max_tokens = 16;  // max_completion_tokens, else max_tokens, else vLLM's 16
+  bool text_prompt = false;       // /v1/completions with one string as its prompt
 };
 
 // A client error: the message and the offending field (empty when none), for the OpenAI body.

@@ -59,11 +59,17 @@ curl -s -H 'Content-Type: application/json' -H 'X-Request-Id: queued-1' --max-ti
   --data '{"prompt":"x","max_tokens":5}' "http://$PROXY/v1/completions" >/dev/null || true
 line=$(access_line "$work/queued.access.jsonl" queued-1)
 [ "$(jq -r .outcome <<<"${line:-{\}}")" = "client_disconnected" ] || fail "queued: ${line:-no line within 5 s}"
+# Read whole, then searched: `curl | grep -q` under pipefail fails whenever grep stops reading
+# before curl has written everything (curl dies of SIGPIPE), which made this check flaky.
+queue_empty() {
+  local metrics
+  metrics=$(curl -s "http://$PROXY/metrics") && grep -q '^omni_proxy:queue_waiting 0' <<<"$metrics"
+}
 for _ in $(seq 40); do
-  curl -s "http://$PROXY/metrics" | grep -q '^omni_proxy:queue_waiting 0' && break
+  queue_empty && break
   sleep 0.05
 done
-curl -s "http://$PROXY/metrics" | grep -q '^omni_proxy:queue_waiting 0' || fail "the queue did not empty"
+queue_empty || fail "the queue did not empty"
 [ -z "$(records slow queued-1)" ] || fail "a cancelled queued request reached the engine"
 kill "$holder" 2>/dev/null || true
 wait "$holder" 2>/dev/null || true
