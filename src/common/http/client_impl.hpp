@@ -84,9 +84,11 @@ class ResponseParser final : public bhttp::basic_parser<false> {
 
   std::size_t take(beast::string_view data, boost::system::error_code& ec) {
     const std::size_t n = std::min(data.size(), body_.size);
-    if (n > 0) std::memcpy(body_.data, data.data(), n);
-    body_.data += n;
-    body_.size -= n;
+    if (n > 0) {  // (no arithmetic on a null buffer)
+      std::memcpy(body_.data, data.data(), n);
+      body_.data += n;
+      body_.size -= n;
+    }
     if (n < data.size()) ec = bhttp::error::need_buffer;
     return n;
   }
