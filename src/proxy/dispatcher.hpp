@@ -159,6 +159,9 @@ class Dispatcher {
   // combining loop needs its release and the queue re-check ordered (seq_cst), see combine().
   std::atomic<bool> master_{false};
 
+  // Set by each pass: nothing waits and nothing is left to publish. The tick thread then
+  // sleeps kIdleTicks ticks instead of one (an idle proxy need not wake 1,000 times a second).
+  std::atomic<bool> idle_{true};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> stopped_{false};  // after stop(): every command is answered by cancelling
   std::thread thread_;
