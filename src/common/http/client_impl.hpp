@@ -3,14 +3,14 @@
 // the public header.
 #pragma once
 
+#include <algorithm>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
-#include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <string>
@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "omni/http/client.hpp"
+#include "response_parse.hpp"
 
 namespace omni::http::detail {
 
@@ -41,62 +42,6 @@ struct PooledConnection {
 };
 using ConnectionPtr = std::unique_ptr<PooledConnection>;
 
-// Parses a response head straight into omni's types (no Beast message, no field list to
-// copy from), and its body into a buffer the caller lends piece by piece, as Beast's
-// buffer_body does: a streamed body is never held whole in memory.
-class ResponseParser final : public bhttp::basic_parser<false> {
- public:
-  // Where the next body bytes go; advanced as they arrive. No room (or no buffer) makes the
-  // parser stop with need_buffer.
-  struct BodyTarget {
-    char* data = nullptr;
-    std::size_t size = 0;
-  };
-
-  int status() const noexcept { return status_; }
-  Headers& headers() noexcept { return headers_; }
-  BodyTarget& body() noexcept { return body_; }
-
- private:
-  void on_request_impl(bhttp::verb, beast::string_view, beast::string_view, int,
-                       boost::system::error_code&) override {}
-  void on_response_impl(int code, beast::string_view, int, boost::system::error_code&) override {
-    status_ = code;
-    headers_.clear();  // an interim (1xx) head is followed by the real one
-  }
-  void on_field_impl(bhttp::field, beast::string_view name, beast::string_view value,
-                     boost::system::error_code&) override {
-    headers_.add(std::string(name), std::string(value));
-  }
-  void on_header_impl(boost::system::error_code&) override {}
-  void on_body_init_impl(const boost::optional<std::uint64_t>&,
-                         boost::system::error_code&) override {}
-  std::size_t on_body_impl(beast::string_view data, boost::system::error_code& ec) override {
-    return take(data, ec);
-  }
-  void on_chunk_header_impl(std::uint64_t, beast::string_view,
-                            boost::system::error_code&) override {}
-  std::size_t on_chunk_body_impl(std::uint64_t, beast::string_view data,
-                                 boost::system::error_code& ec) override {
-    return take(data, ec);
-  }
-  void on_finish_impl(boost::system::error_code&) override {}
-
-  std::size_t take(beast::string_view data, boost::system::error_code& ec) {
-    const std::size_t n = std::min(data.size(), body_.size);
-    if (n > 0) {  // (no arithmetic on a null buffer)
-      std::memcpy(body_.data, data.data(), n);
-      body_.data += n;
-      body_.size -= n;
-    }
-    if (n < data.size()) ec = bhttp::error::need_buffer;
-    return n;
-  }
-
-  int status_ = 0;
-  Headers headers_;
-  BodyTarget body_;
-};
 // A request ready for the wire: the request line and header fields (ending in the blank
 // line), then the body.
 struct WireRequest {
