@@ -76,16 +76,7 @@ Result<detail::WireRequest> to_wire(const Endpoint& to, Request request) {
     has_agent = has_agent || iequals(name, "User-Agent");
     append_field(wire.head, name, value);
   }
-  if (!has_host) {
-    wire.head.append("Host: ");
-    const bool ipv6 = to.host.find(':') != std::string::npos;
-    if (ipv6) wire.head += '[';
-    wire.head.append(to.host);
-    if (ipv6) wire.head += ']';
-    wire.head += ':';
-    wire.head.append(std::to_string(to.port));
-    wire.head.append("\r\n");
-  }
+  if (!has_host) append_field(wire.head, "Host", to.to_string());
   if (!has_agent) append_field(wire.head, "User-Agent", kUserAgent);
   // As Beast's prepare_payload: a length whenever there is a body, and for the methods whose
   // empty body still means something (RFC 9110 section 8.6).
