@@ -70,12 +70,12 @@ Error too_many_interim(const Endpoint& to) {
 
 Task<boost::system::error_code> read_some(PooledConnection& connection, ResponseParser& parser,
                                           Duration timeout) {
-  connection.stream.expires_after(timeout);
+  connection.watchdog.expires_after(timeout);
   auto [ec, bytes] =
-      co_await bhttp::async_read_some(connection.stream, connection.buffer, parser, kAsTuple);
+      co_await bhttp::async_read_some(connection.socket, connection.buffer, parser, kAsTuple);
   // need_buffer: the caller's body buffer is full, which is how a piece ends.
   if (ec == bhttp::error::need_buffer) ec = {};
-  co_return ec;
+  co_return after_watchdog(ec, connection);
 }
 
 Error aborted_error(const Endpoint& to) {
@@ -96,10 +96,11 @@ Task<Result<Exchange>> start_exchange(ClientCore& impl, const Endpoint& to, cons
     const AbortBinding bound(abort, *connection);
     const bool may_retry = connection->reused && attempt == 0;
 
-    connection->stream.expires_after(impl.options.write_timeout);
+    connection->watchdog.expires_after(impl.options.write_timeout);
     const std::array<asio::const_buffer, 2> pieces{asio::buffer(wire.head),
                                                    asio::buffer(wire.body)};
-    auto [write_ec, written] = co_await asio::async_write(connection->stream, pieces, kAsTuple);
+    auto [raw_write_ec, written] = co_await asio::async_write(connection->socket, pieces, kAsTuple);
+    const auto write_ec = after_watchdog(raw_write_ec, *connection);
     if (write_ec && abort && abort->aborted()) co_return aborted_error(to);
     if (write_ec) {
       if (may_retry && means_stale_connection(write_ec)) continue;

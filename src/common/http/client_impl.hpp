@@ -4,8 +4,10 @@
 #pragma once
 
 #include <algorithm>
+#include <boost/asio/error.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
 #include <chrono>
@@ -17,6 +19,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "client_watchdog.hpp"
 #include "omni/http/client.hpp"
 #include "response_parse.hpp"
 
@@ -26,8 +29,10 @@ namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 
 // One TCP connection to one endpoint, with the bytes read past the last parsed message.
+// Every connect, write and read is bounded by the watchdog (see client_watchdog.hpp).
 struct PooledConnection {
-  explicit PooledConnection(const boost::asio::any_io_executor& executor) : stream(executor) {
+  explicit PooledConnection(const boost::asio::any_io_executor& executor)
+      : socket(executor), watchdog(executor, socket) {
     // Beast reads at most the buffer's free capacity (512 bytes while it is small): room for
     // 16 KiB lets one read take a burst of SSE events, which the stream then hands out as one
     // piece (fewer reads here, fewer writes to the client).
@@ -35,12 +40,22 @@ struct PooledConnection {
   }
   static constexpr std::size_t kReadBufferBytes = 16 * 1024;
 
-  beast::tcp_stream stream;
+  boost::asio::ip::tcp::socket socket;
+  ConnectionWatchdog watchdog;  // after the socket: destroyed first
   beast::flat_buffer buffer;
   std::chrono::steady_clock::time_point idle_since;
   bool reused = false;  // it has completed an exchange before, so the server may have closed it
 };
 using ConnectionPtr = std::unique_ptr<PooledConnection>;
+
+// An operation the watchdog cancelled fails with operation_aborted: that is a timeout.
+inline boost::system::error_code after_watchdog(const boost::system::error_code& ec,
+                                                const PooledConnection& connection) {
+  if (ec == boost::asio::error::operation_aborted && connection.watchdog.expired()) {
+    return beast::error::timeout;
+  }
+  return ec;
+}
 
 // A request ready for the wire: the request line and header fields (ending in the blank
 // line), then the body.
@@ -104,7 +119,12 @@ struct Exchange {
 class AbortBinding {
  public:
   AbortBinding(Abort* abort, PooledConnection& connection) : abort_(abort) {
-    if (abort_) abort_->on_abort([&connection] { connection.stream.cancel(); });
+    if (abort_) {
+      abort_->on_abort([&connection] {
+        boost::system::error_code ignored;
+        connection.socket.cancel(ignored);
+      });
+    }
   }
   ~AbortBinding() {
     if (abort_) abort_->on_abort(nullptr);

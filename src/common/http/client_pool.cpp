@@ -56,7 +56,7 @@ constexpr auto kFreshlyPooled = std::chrono::milliseconds(100);
 bool still_open(PooledConnection& connection) {
   if (std::chrono::steady_clock::now() - connection.idle_since < kFreshlyPooled) return true;
   char byte = 0;
-  const auto fd = connection.stream.socket().native_handle();
+  const auto fd = connection.socket.native_handle();
   const auto n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
@@ -83,6 +83,16 @@ Task<Result<tcp::resolver::results_type>> resolve(const asio::any_io_executor& e
   }
   if (ec) co_return error_from(ec, to, "resolving");
   co_return std::move(results);
+}
+
+// One connect attempt (closing whatever the socket held before), bounded by the watchdog.
+Task<boost::system::error_code> connect_to(PooledConnection& connection, const tcp::endpoint& to,
+                                           Duration timeout) {
+  boost::system::error_code ignored;
+  connection.socket.close(ignored);
+  connection.watchdog.expires_after(timeout);
+  auto [ec] = co_await connection.socket.async_connect(to, kAsTuple);
+  co_return after_watchdog(ec, connection);
 }
 
 }  // namespace
@@ -117,21 +127,22 @@ Task<Result<ConnectionPtr>> ClientCore::connect(const Endpoint& to) {
   auto connection = std::make_unique<PooledConnection>(executor);
   boost::system::error_code ec;
   const asio::ip::address address = asio::ip::make_address(to.host, ec);
-  connection->stream.expires_after(options.connect_timeout);
   if (!ec) {  // a numeric address: no lookup
-    auto [connect_ec] =
-        co_await connection->stream.async_connect(tcp::endpoint(address, to.port), kAsTuple);
-    ec = connect_ec;
+    ec = co_await connect_to(*connection, tcp::endpoint(address, to.port), options.connect_timeout);
   } else {
     auto resolved = co_await resolve(executor, to, options.connect_timeout);
     if (!resolved.ok()) co_return std::move(resolved).error();
-    connection->stream.expires_after(options.connect_timeout);
-    auto [connect_ec, unused] = co_await connection->stream.async_connect(*resolved, kAsTuple);
-    ec = connect_ec;
+    // Each address in turn, each under connect_timeout; a timeout ends the attempt.
+    ec = asio::error::host_not_found;
+    for (const auto& entry : *resolved) {
+      ec = co_await connect_to(*connection, entry.endpoint(), options.connect_timeout);
+      if (!ec || ec == beast::error::timeout) break;
+    }
   }
+  connection->watchdog.disarm();
   if (ec) co_return error_from(ec, to, "connecting");
   // Requests and SSE events are small writes that must not wait for Nagle.
-  connection->stream.socket().set_option(tcp::no_delay(true), ec);
+  connection->socket.set_option(tcp::no_delay(true), ec);
   co_return std::move(connection);
 }
 
@@ -140,7 +151,7 @@ void ClientCore::release(const Endpoint& to, ConnectionPtr connection) {
   if (closed || options.max_idle_per_endpoint == 0) return;  // destroying it closes it
   connection->reused = true;
   connection->idle_since = std::chrono::steady_clock::now();
-  connection->stream.expires_never();
+  connection->watchdog.disarm();
   auto& queue = idle[to];
   if (queue.size() >= options.max_idle_per_endpoint) {
     queue.pop_front();  // the oldest is the likeliest to be closed by the server soon

@@ -297,6 +297,85 @@ TEST_F(ClientTest, SilentServerTimesOut) {
   never.set();
 }
 
+// The read timeout bounds silence, not the whole response: pieces arriving more often than
+// read_timeout keep a stream alive for several times that long.
+TEST_F(ClientTest, StreamWithSteadyPiecesOutlastsTheReadTimeout) {
+  serve([](ScriptConn& conn) -> Task<void> {
+    co_await conn.read_request();
+    co_await conn.write("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+    for (int i = 0; i < 8; ++i) {
+      co_await testing::sleep_for(50ms);
+      co_await conn.write("1\r\nx\r\n");
+    }
+    co_await conn.write("0\r\n\r\n");
+  });
+  ClientOptions options;
+  options.read_timeout = 150ms;
+  make_client(options);
+  run([&]() -> Task<void> {
+    auto opened = co_await open_get();
+    EXPECT_TRUE(opened.ok());
+    if (!opened.ok()) co_return;
+    std::string body;
+    for (;;) {
+      auto piece = co_await (*opened)->next();
+      EXPECT_TRUE(piece.ok()) << (piece.ok() ? "" : piece.error().message);
+      if (!piece.ok() || !piece->has_value()) break;
+      body += **piece;
+    }
+    EXPECT_EQ(body, "xxxxxxxx");
+  }());
+}
+
+TEST_F(ClientTest, StreamSilentMidBodyTimesOut) {
+  Signal never(io_);
+  serve([&never](ScriptConn& conn) -> Task<void> {
+    co_await conn.read_request();
+    co_await conn.write("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n");
+    co_await never.wait();
+  });
+  ClientOptions options;
+  options.read_timeout = 150ms;
+  make_client(options);
+  run([&]() -> Task<void> {
+    auto opened = co_await open_get();
+    EXPECT_TRUE(opened.ok());
+    if (!opened.ok()) co_return;
+    auto first = co_await (*opened)->next();
+    EXPECT_TRUE(first.ok() && first->has_value());
+    auto second = co_await (*opened)->next();
+    EXPECT_FALSE(second.ok());
+    if (second.ok()) co_return;
+    EXPECT_EQ(second.error().code, ErrorCode::kTimeout);
+    EXPECT_NE(second.error().message.find("reading the response body: timed out"),
+              std::string::npos)
+        << second.error().message;
+  }());
+  never.set();
+}
+
+// A server that never reads: the request fills the socket buffers and the write times out.
+TEST_F(ClientTest, ServerNotReadingMakesTheWriteTimeOut) {
+  Signal never(io_);
+  serve([&never](ScriptConn&) -> Task<void> { co_await never.wait(); });
+  ClientOptions options;
+  options.write_timeout = 200ms;
+  make_client(options);
+  run([&]() -> Task<void> {
+    Request request;
+    request.method = Method::kPost;
+    request.body.assign(64u << 20, 'x');  // more than loopback's socket buffers hold
+    const Endpoint to = server_->endpoint();
+    auto response = co_await client_->send(to, std::move(request));
+    EXPECT_FALSE(response.ok());
+    if (response.ok()) co_return;
+    EXPECT_EQ(response.error().code, ErrorCode::kTimeout);
+    EXPECT_NE(response.error().message.find("writing the request: timed out"), std::string::npos)
+        << response.error().message;
+  }());
+  never.set();
+}
+
 TEST_F(ClientTest, MalformedStatusLineIsProtocolError) {
   serve([](ScriptConn& conn) -> Task<void> {
     if (co_await conn.read_request()) co_await conn.write("HTTB/1.1 200 OK\r\n\r\n");

@@ -1,0 +1,59 @@
+// Timeouts for one client connection at the price of a clock read per operation.
+//
+// beast::tcp_stream re-arms a timer for every read and write: a timer-queue insert and a
+// removal, each under the reactor's lock, plus a type-erased executor copied into every
+// handler. On the proxy's request path that was several percent of the work per request. Here
+// an operation only records its deadline (expires_after); one timer per connection, armed
+// lazily, wakes at the earliest deadline it was armed for, re-arms itself when the deadline
+// has since moved later, and cancels the socket's pending operation once it has passed. An
+// operation that then fails with operation_aborted checks expired() to tell a timeout from
+// an abort.
+//
+// A connection going back to the pool is disarmed, so an idle pool is no pending work for
+// the io_context (run() still returns when everything else is done).
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <memory>
+
+#include "omni/common/clock.hpp"
+
+namespace omni::http::detail {
+
+class ConnectionWatchdog {
+ public:
+  ConnectionWatchdog(const boost::asio::any_io_executor& executor,
+                     boost::asio::ip::tcp::socket& socket);
+  ~ConnectionWatchdog();
+  ConnectionWatchdog(const ConnectionWatchdog&) = delete;
+  ConnectionWatchdog& operator=(const ConnectionWatchdog&) = delete;
+
+  // The operation about to start must end within `timeout`.
+  void expires_after(Duration timeout);
+  // No operation is pending and none is due: stop the timer.
+  void disarm();
+  // The last deadline passed and the watchdog cancelled the socket's operation.
+  bool expired() const noexcept { return state_->expired; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  // Shared with the pending wait's handler, which may run after the connection is gone.
+  struct State {
+    explicit State(const boost::asio::any_io_executor& executor) : timer(executor) {}
+    boost::asio::steady_timer timer;
+    boost::asio::ip::tcp::socket* socket = nullptr;  // null once the connection is gone
+    Clock::time_point deadline = Clock::time_point::max();
+    Clock::time_point armed_for = Clock::time_point::max();
+    bool armed = false;  // a wait is pending (or its success is queued)
+    bool expired = false;
+  };
+  static void arm(const std::shared_ptr<State>& state, Clock::time_point when);
+  static void on_wake(const std::shared_ptr<State>& state);
+
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace omni::http::detail
