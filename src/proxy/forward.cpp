@@ -167,7 +167,8 @@ Task<std::optional<PrefillDone>> run_prefill(Call& call) {
 }
 
 // Decode legs with retries before the first byte; `group` keeps them in the prefill's PD group.
-Task<void> run_decode(Call& call, std::string body, std::string group) {
+// Each attempt sends its own copy of `body` (the client consumes what it sends).
+Task<void> run_decode(Call& call, const std::string& body, std::string group) {
   std::vector<std::uint32_t> tried;
   call.life.mark(Stage::kWaitingDecode, call.g.clock.now());
   for (std::uint32_t attempt = 0; attempt < call.g.config.retries.decode_attempts; ++attempt) {
@@ -204,7 +205,7 @@ Task<void> run_sequential(Call& call) {
     co_await answer_error(call, 400, body.error().message, RequestOutcome::kClientError);
     co_return;
   }
-  co_await run_decode(call, std::move(*body), std::move(prefill->group));
+  co_await run_decode(call, *body, std::move(prefill->group));
 }
 
 // ---- parallel -------------------------------------------------------------------------------
@@ -454,9 +455,8 @@ Task<void> handle_generate(Gateway::Impl& g, http::Request& request, http::Respo
       case PdMode::kSequential: co_await run_sequential(call); break;
       case PdMode::kParallel: co_await run_parallel(call); break;
       case PdMode::kAggregated: {
-        std::string body = request.body;
         std::string any_group;
-        co_await run_decode(call, std::move(body), std::move(any_group));
+        co_await run_decode(call, request.body, std::move(any_group));
         break;
       }
     }

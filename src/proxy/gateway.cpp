@@ -176,6 +176,7 @@ http::ClientOptions client_options(const ProxyConfig& c, Duration read_timeout) 
   o.connect_timeout = c.timeouts.connect;
   o.read_timeout = read_timeout;
   o.max_idle_per_endpoint = 256;
+  o.keep_timers_armed = true;  // the I/O threads run until stop(), which stops their io_context
   return o;
 }
 // One client per I/O thread and leg kind; a thread serves one Gateway only.

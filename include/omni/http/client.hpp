@@ -47,6 +47,12 @@ struct ClientOptions {
   std::size_t max_body_bytes = 64 * 1024 * 1024;
   std::size_t max_idle_per_endpoint = 64;  // pooled keep-alive connections kept per endpoint
   Duration idle_timeout = 30s;             // a pooled connection unused this long is closed
+  // Leave a pooled connection's timeout timer pending between requests: it is then re-armed
+  // about once per timeout instead of armed and cancelled once per request. For long-running
+  // servers, whose io_context never runs out of work anyway: with it, io_context::run()
+  // returns only once the pooled connections' timers have lapsed (up to read_timeout after
+  // the last request) or the Client is destroyed.
+  bool keep_timers_armed = false;
 };
 
 // A response whose body is still arriving. Destroying it before the end closes the

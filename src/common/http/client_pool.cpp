@@ -151,7 +151,11 @@ void ClientCore::release(const Endpoint& to, ConnectionPtr connection) {
   if (closed || options.max_idle_per_endpoint == 0) return;  // destroying it closes it
   connection->reused = true;
   connection->idle_since = std::chrono::steady_clock::now();
-  connection->watchdog.disarm();
+  if (options.keep_timers_armed) {
+    connection->watchdog.idle();
+  } else {
+    connection->watchdog.disarm();
+  }
   auto& queue = idle[to];
   if (queue.size() >= options.max_idle_per_endpoint) {
     queue.pop_front();  // the oldest is the likeliest to be closed by the server soon

@@ -354,6 +354,39 @@ TEST_F(ClientTest, StreamSilentMidBodyTimesOut) {
   never.set();
 }
 
+// With keep_timers_armed, a pooled connection's timer wait carries over to its next request
+// (armed for the first request's write deadline): it must still bound that request's read.
+TEST_F(ClientTest, KeptTimersStillBoundTheNextRequest) {
+  Signal never(io_);
+  serve([&never](ScriptConn& conn) -> Task<void> {
+    co_await conn.read_request();
+    co_await conn.write(ok_response("first"));
+    co_await conn.read_request();
+    co_await never.wait();
+  });
+  ClientOptions options;
+  options.keep_timers_armed = true;
+  options.write_timeout = 100ms;
+  options.read_timeout = 300ms;
+  make_client(options);
+  run([&]() -> Task<void> {
+    auto first = co_await get();
+    EXPECT_TRUE(first.ok() && first->body == "first");
+    EXPECT_EQ(client_->idle_connections(), 1u);
+    const auto started = std::chrono::steady_clock::now();
+    auto second = co_await get();
+    EXPECT_FALSE(second.ok());
+    if (second.ok()) co_return;
+    EXPECT_EQ(second.error().code, ErrorCode::kTimeout);
+    EXPECT_NE(second.error().message.find("reading the response head: timed out"),
+              std::string::npos)
+        << second.error().message;
+    EXPECT_GE(std::chrono::steady_clock::now() - started, 300ms);  // the read's, not the write's
+  }());
+  never.set();
+  client_.reset();  // cancels the pooled connection's pending wait
+}
+
 // A server that never reads: the request fills the socket buffers and the write times out.
 TEST_F(ClientTest, ServerNotReadingMakesTheWriteTimeOut) {
   Signal never(io_);
