@@ -10,6 +10,9 @@
 //
 // Threading: a Client belongs to one executor (one I/O thread); call it only from coroutines
 // running there. Give each I/O thread its own Client, as Envoy gives each worker its own pools.
+// The executor must be an io_context's (io.get_executor(), or a coroutine's executor spawned
+// on one): the sockets are bound to it directly, which spares every read and write the
+// type-erased executor's copies. Anything else is std::invalid_argument.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>

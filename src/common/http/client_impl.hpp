@@ -31,7 +31,7 @@ namespace bhttp = boost::beast::http;
 // One TCP connection to one endpoint, with the bytes read past the last parsed message.
 // Every connect, write and read is bounded by the watchdog (see client_watchdog.hpp).
 struct PooledConnection {
-  explicit PooledConnection(const boost::asio::any_io_executor& executor)
+  explicit PooledConnection(const IoExecutor& executor)
       : socket(executor), watchdog(executor, socket) {
     // Beast reads at most the buffer's free capacity (512 bytes while it is small): room for
     // 16 KiB lets one read take a burst of SSE events, which the stream then hands out as one
@@ -40,7 +40,7 @@ struct PooledConnection {
   }
   static constexpr std::size_t kReadBufferBytes = 16 * 1024;
 
-  boost::asio::ip::tcp::socket socket;
+  ClientSocket socket;
   ConnectionWatchdog watchdog;  // after the socket: destroyed first
   beast::flat_buffer buffer;
   std::chrono::steady_clock::time_point idle_since;
@@ -81,6 +81,7 @@ namespace omni::http::detail {
 // on the executor, so io_context::run() would not return while anything sat in the pool.
 // Connections the server closed meanwhile are caught by the check in acquire() instead.
 struct ClientCore {
+  // Throws std::invalid_argument unless `executor_in` is an io_context's.
   explicit ClientCore(boost::asio::any_io_executor executor_in, ClientOptions options_in);
 
   // A pooled connection (most recently used first) or, if none or `fresh_only`, a new one.
@@ -93,6 +94,7 @@ struct ClientCore {
   std::size_t idle_count() const noexcept { return idle_total; }
 
   boost::asio::any_io_executor executor;
+  IoExecutor io_executor;  // the same, unwrapped: what the sockets are bound to
   ClientOptions options;
   // Per endpoint, oldest first: expiry pops from the front, reuse takes from the back.
   struct EndpointHash {

@@ -11,6 +11,7 @@
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/http/error.hpp>
 #include <cerrno>
+#include <stdexcept>
 #include <utility>
 
 #include "client_impl.hpp"
@@ -106,8 +107,17 @@ Error error_from(const boost::system::error_code& ec, const Endpoint& to, std::s
   return make_error(code_of(ec), std::move(message));
 }
 
+namespace {
+IoExecutor unwrap(const asio::any_io_executor& executor) {
+  if (const auto* io = executor.target<IoExecutor>()) return *io;
+  throw std::invalid_argument("omni::http::Client: the executor must be an io_context's");
+}
+}  // namespace
+
 ClientCore::ClientCore(asio::any_io_executor executor_in, ClientOptions options_in)
-    : executor(std::move(executor_in)), options(std::move(options_in)) {}
+    : executor(std::move(executor_in)),
+      io_executor(unwrap(executor)),
+      options(std::move(options_in)) {}
 
 Task<Result<ConnectionPtr>> ClientCore::acquire(const Endpoint& to, bool fresh_only) {
   expire_idle();
@@ -124,7 +134,7 @@ Task<Result<ConnectionPtr>> ClientCore::acquire(const Endpoint& to, bool fresh_o
 }
 
 Task<Result<ConnectionPtr>> ClientCore::connect(const Endpoint& to) {
-  auto connection = std::make_unique<PooledConnection>(executor);
+  auto connection = std::make_unique<PooledConnection>(io_executor);
   boost::system::error_code ec;
   const asio::ip::address address = asio::ip::make_address(to.host, ec);
   if (!ec) {  // a numeric address: no lookup

@@ -4,8 +4,7 @@
 
 namespace omni::http::detail {
 
-ConnectionWatchdog::ConnectionWatchdog(const boost::asio::any_io_executor& executor,
-                                       boost::asio::ip::tcp::socket& socket)
+ConnectionWatchdog::ConnectionWatchdog(const IoExecutor& executor, ClientSocket& socket)
     : state_(std::make_shared<State>(executor)) {
   state_->socket = &socket;
 }

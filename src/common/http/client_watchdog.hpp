@@ -16,9 +16,9 @@
 // operation per timeout period instead of two per request.
 #pragma once
 
-#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/basic_waitable_timer.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <memory>
 
@@ -26,10 +26,14 @@
 
 namespace omni::http::detail {
 
+// The client's sockets and timers are bound to their io_context's executor itself, not to a
+// type-erased any_io_executor, whose copies every composed operation would otherwise pay for.
+using IoExecutor = boost::asio::io_context::executor_type;
+using ClientSocket = boost::asio::basic_stream_socket<boost::asio::ip::tcp, IoExecutor>;
+
 class ConnectionWatchdog {
  public:
-  ConnectionWatchdog(const boost::asio::any_io_executor& executor,
-                     boost::asio::ip::tcp::socket& socket);
+  ConnectionWatchdog(const IoExecutor& executor, ClientSocket& socket);
   ~ConnectionWatchdog();
   ConnectionWatchdog(const ConnectionWatchdog&) = delete;
   ConnectionWatchdog& operator=(const ConnectionWatchdog&) = delete;
@@ -48,9 +52,9 @@ class ConnectionWatchdog {
   using Clock = std::chrono::steady_clock;
   // Shared with the pending wait's handler, which may run after the connection is gone.
   struct State {
-    explicit State(const boost::asio::any_io_executor& executor) : timer(executor) {}
-    boost::asio::steady_timer timer;
-    boost::asio::ip::tcp::socket* socket = nullptr;  // null once the connection is gone
+    explicit State(const IoExecutor& executor) : timer(executor) {}
+    boost::asio::basic_waitable_timer<Clock, boost::asio::wait_traits<Clock>, IoExecutor> timer;
+    ClientSocket* socket = nullptr;  // null once the connection is gone
     Clock::time_point deadline = Clock::time_point::max();
     Clock::time_point armed_for = Clock::time_point::max();
     bool armed = false;  // a wait is pending (or its success is queued)

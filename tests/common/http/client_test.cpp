@@ -2,7 +2,9 @@
 // pooling, the one safe retry, timeouts, limits, error mapping and streaming.
 #include <gtest/gtest.h>
 
+#include <boost/asio/strand.hpp>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "omni/http/client.hpp"
@@ -54,6 +56,13 @@ TEST(Endpoint, RejectsMalformedTextWithTheReason) {
     EXPECT_NE(parsed.error().message.find(reason), std::string::npos)
         << text << " -> " << parsed.error().message;
   }
+}
+
+TEST_F(ClientTest, NeedsAnIoContextExecutor) {
+  const boost::asio::any_io_executor strand = boost::asio::make_strand(io_);
+  EXPECT_THROW(Client(strand, ClientOptions{}), std::invalid_argument);
+  const boost::asio::any_io_executor plain = io_.get_executor();
+  EXPECT_NO_THROW(Client(plain, ClientOptions{}));
 }
 
 TEST_F(ClientTest, ContentLengthResponseAndRequestFraming) {
