@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "client_impl.hpp"
+#include "write_now.hpp"
 
 namespace omni::http::detail {
 namespace {
@@ -96,11 +97,15 @@ Task<Result<Exchange>> start_exchange(ClientCore& impl, const Endpoint& to, cons
     const AbortBinding bound(abort, *connection);
     const bool may_retry = connection->reused && attempt == 0;
 
-    connection->watchdog.expires_after(impl.options.write_timeout);
     const std::array<asio::const_buffer, 2> pieces{asio::buffer(wire.head),
                                                    asio::buffer(wire.body)};
-    auto [raw_write_ec, written] = co_await asio::async_write(connection->socket, pieces, kAsTuple);
-    const auto write_ec = after_watchdog(raw_write_ec, *connection);
+    beast::buffers_suffix<std::array<asio::const_buffer, 2>> rest(pieces);
+    boost::system::error_code write_ec;
+    if (!write_now(connection->socket, rest, write_ec)) {
+      connection->watchdog.expires_after(impl.options.write_timeout);
+      auto [raw_write_ec, written] = co_await asio::async_write(connection->socket, rest, kAsTuple);
+      write_ec = after_watchdog(raw_write_ec, *connection);
+    }
     if (write_ec && abort && abort->aborted()) co_return aborted_error(to);
     if (write_ec) {
       if (may_retry && means_stale_connection(write_ec)) continue;

@@ -153,6 +153,8 @@ Task<Result<ConnectionPtr>> ClientCore::connect(const Endpoint& to) {
   if (ec) co_return error_from(ec, to, "connecting");
   // Requests and SSE events are small writes that must not wait for Nagle.
   connection->socket.set_option(tcp::no_delay(true), ec);
+  // Requests are written synchronously first (write_now.hpp), which must never block.
+  connection->socket.non_blocking(true, ec);
   co_return std::move(connection);
 }
 

@@ -64,6 +64,9 @@ Connection::Connection(ServerCore& core, Worker& worker, Socket socket, Mode mod
       watchdog_(socket_.get_executor()),
       tick_(watchdog_tick(core.options)) {
   head_.reserve(512);
+  // The writer tries each write synchronously first (write_now.hpp); it must never block.
+  error_code ignored;
+  socket_.non_blocking(true, ignored);
 }
 
 Task<void> Connection::serve(std::shared_ptr<Connection> self) { co_await self->run(); }

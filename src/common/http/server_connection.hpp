@@ -13,6 +13,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/buffers_suffix.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/system/error_code.hpp>
 #include <chrono>
@@ -64,6 +65,9 @@ class ConnectionWriter final : public ResponseWriter {
 
   // Writes the status line and headers into the connection's head buffer.
   void build_head(int status, const Headers& headers, std::optional<std::size_t> length);
+  // A write's buffers, advanced past what the socket has taken.
+  using Pending = boost::beast::buffers_suffix<WriteBuffers>;
+  Task<boost::system::error_code> write_rest(Pending& rest);
   // Records a write's outcome in state_.
   Status finish_write(boost::system::error_code ec);
   Status misuse(std::string_view what) const;

@@ -13,6 +13,7 @@
 #include <ctime>
 
 #include "server_connection.hpp"
+#include "write_now.hpp"
 
 namespace omni::http::detail {
 namespace {
@@ -20,6 +21,7 @@ namespace {
 namespace asio = boost::asio;
 
 constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
+using boost::system::error_code;
 constexpr std::string_view kCrlf = "\r\n";
 constexpr std::string_view kLastChunk = "0\r\n\r\n";
 
@@ -171,9 +173,10 @@ Task<Status> ConnectionWriter::send(Response response) {
   state_ = State::kStreaming;
   // Named, not a temporary: GCC 12 miscompiles array temporaries inside co_await.
   const WriteBuffers buffers{view_buffer(connection_.head_buffer()), view_buffer(body)};
-  connection_.begin_write();
-  auto [ec, n] = co_await asio::async_write(connection_.socket(), buffers, kAwait);
-  co_return finish_write(connection_.end_write(ec));
+  Pending rest(buffers);
+  error_code ec;
+  if (!write_now(connection_.socket(), rest, ec)) ec = co_await write_rest(rest);
+  co_return finish_write(ec);
 }
 
 Task<Status> ConnectionWriter::begin_stream(int status, Headers headers) {
@@ -182,9 +185,10 @@ Task<Status> ConnectionWriter::begin_stream(int status, Headers headers) {
   chunked_ = info_.version >= 11;
   state_ = State::kStreaming;
   const WriteBuffers buffers{view_buffer(connection_.head_buffer())};
-  connection_.begin_write();
-  auto [ec, n] = co_await asio::async_write(connection_.socket(), buffers, kAwait);
-  Status written = finish_write(connection_.end_write(ec));
+  Pending rest(buffers);
+  error_code ec;
+  if (!write_now(connection_.socket(), rest, ec)) ec = co_await write_rest(rest);
+  Status written = finish_write(ec);
   if (written.ok()) state_ = State::kStreaming;
   co_return written;
 }
@@ -206,9 +210,10 @@ Task<Status> ConnectionWriter::write_chunk(std::string_view data) {
     suffix = kCrlf;
   }
   const WriteBuffers buffers{view_buffer(prefix), view_buffer(data), view_buffer(suffix)};
-  connection_.begin_write();
-  auto [ec, n] = co_await asio::async_write(connection_.socket(), buffers, kAwait);
-  Status written = finish_write(connection_.end_write(ec));
+  Pending rest(buffers);
+  error_code ec;
+  if (!write_now(connection_.socket(), rest, ec)) ec = co_await write_rest(rest);
+  Status written = finish_write(ec);
   if (written.ok()) state_ = State::kStreaming;
   co_return written;
 }
@@ -220,14 +225,23 @@ Task<Status> ConnectionWriter::end_stream() {
     co_return ok_status();
   }
   const WriteBuffers buffers{view_buffer(kLastChunk)};
+  Pending rest(buffers);
+  error_code ec;
+  if (!write_now(connection_.socket(), rest, ec)) ec = co_await write_rest(rest);
+  co_return finish_write(ec);
+}
+
+// What the kernel did not take at once (write_now.hpp), under the write deadline.
+Task<boost::system::error_code> ConnectionWriter::write_rest(Pending& rest) {
   connection_.begin_write();
-  auto [ec, n] = co_await asio::async_write(connection_.socket(), buffers, kAwait);
-  co_return finish_write(connection_.end_write(ec));
+  auto [ec, n] = co_await asio::async_write(connection_.socket(), rest, kAwait);
+  co_return connection_.end_write(ec);
 }
 
 // Every write finishes the response unless it is part of an open stream; the callers in a
-// stream set kStreaming back after a successful chunk. Each method awaits async_write
-// itself rather than through a helper coroutine: one frame fewer per write.
+// stream set kStreaming back after a successful chunk. Each method writes what it can at
+// once itself (write_now) and calls a helper coroutine only for a remainder: no coroutine
+// frame and no async operation for a write the kernel takes whole.
 Status ConnectionWriter::finish_write(boost::system::error_code ec) {
   if (ec) {
     state_ = State::kFailed;
