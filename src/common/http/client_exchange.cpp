@@ -8,8 +8,6 @@
 #include <boost/asio/error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/error.hpp>
-#include <boost/beast/http/read.hpp>
-#include <boost/beast/http/write.hpp>
 #include <limits>
 #include <string>
 #include <utility>
@@ -25,6 +23,15 @@ constexpr auto kAsTuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kBodyReadBytes = 16 * 1024;
 // Interim responses skipped before the final one; more means a broken or hostile server.
 constexpr int kMaxInterimResponses = 8;
+
+// One socket read takes what the connection's buffer has room for, within these bounds.
+constexpr std::size_t kMinReadBytes = 512;
+constexpr std::size_t kMaxReadBytes = 64 * 1024;
+
+// need_buffer: the caller's body buffer is full, which is how a piece ends.
+boost::system::error_code parsed(const boost::system::error_code& ec) {
+  return ec == bhttp::error::need_buffer ? boost::system::error_code{} : ec;
+}
 
 std::unique_ptr<ResponseParser> make_parser(const ClientOptions& options, bool head_request,
                                             std::uint64_t body_limit) {
@@ -69,14 +76,35 @@ Error too_many_interim(const Endpoint& to) {
 
 }  // namespace
 
+// Beast's http::async_read_some, by hand: parse what is buffered, read from the socket only if
+// the parser needs more. Beast's composed operation costs a share of a small exchange, and it
+// posts its completion (a scheduler round trip) whenever the buffer alone sufficed, which is
+// the common case for a body that arrived with its head.
 Task<boost::system::error_code> read_some(PooledConnection& connection, ResponseParser& parser,
                                           Duration timeout) {
+  auto& buffer = connection.buffer;
+  boost::system::error_code ec;
+  if (buffer.size() > 0) {
+    buffer.consume(parser.put(buffer.data(), ec));
+    if (ec != bhttp::error::need_more) co_return parsed(ec);
+  }
   connection.watchdog.expires_after(timeout);
-  auto [ec, bytes] =
-      co_await bhttp::async_read_some(connection.socket, connection.buffer, parser, kAsTuple);
-  // need_buffer: the caller's body buffer is full, which is how a piece ends.
-  if (ec == bhttp::error::need_buffer) ec = {};
-  co_return after_watchdog(ec, connection);
+  for (;;) {
+    const std::size_t room =
+        std::min(kMaxReadBytes, std::max(kMinReadBytes, buffer.capacity() - buffer.size()));
+    auto [read_ec, n] = co_await connection.socket.async_read_some(buffer.prepare(room), kAsTuple);
+    buffer.commit(n);
+    if (read_ec == asio::error::eof) {
+      // The server closed: the end of a close-delimited body, or a truncated response.
+      if (!parser.got_some()) co_return bhttp::error::end_of_stream;
+      boost::system::error_code eof_ec;
+      parser.put_eof(eof_ec);
+      co_return eof_ec;
+    }
+    if (read_ec) co_return after_watchdog(read_ec, connection);
+    buffer.consume(parser.put(buffer.data(), ec));
+    if (ec != bhttp::error::need_more) co_return parsed(ec);
+  }
 }
 
 Error aborted_error(const Endpoint& to) {
