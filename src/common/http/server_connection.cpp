@@ -151,6 +151,14 @@ Task<Connection::ReadResult> Connection::read_request(bool first) {
     rejection_ = *rejection;
     co_return ReadResult::kRejected;
   }
+  // A small body usually arrives with its head: parse what is buffered before reading more
+  // (http::async_read would post its completion when the buffer alone sufficed).
+  while (!parser_->is_done() && buffer_.size() > 0) {
+    error_code ec;
+    buffer_.consume(parser_->put(buffer_.data(), ec));
+    if (ec == http::error::need_more) break;
+    if (ec) co_return read_failed(ec);
+  }
   if (parser_->is_done()) co_return ReadResult::kRequest;
   co_return co_await read_body();
 }

@@ -94,6 +94,15 @@ TEST_F(BadInput, ChunkedBodyGrowingTooLargeGets413) {
   expect_still_serving();
 }
 
+// The body arrived in the same read as the head (parsed from the buffer, no further read).
+TEST_F(BadInput, MalformedChunkArrivingWithTheHeadGets400) {
+  start();
+  expect_refused(
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n", 400);
+  EXPECT_EQ(stats().requests, 0u);
+  expect_still_serving();
+}
+
 TEST_F(BadInput, UnknownMethodGets501) {
   start();
   expect_refused("BREW /pot HTTP/1.1\r\nHost: t\r\n\r\n", 501);
