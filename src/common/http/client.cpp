@@ -2,6 +2,7 @@
 // Connection management is in client_pool.cpp, the exchange itself in client_exchange.cpp.
 #include "omni/http/client.hpp"
 
+#include <array>
 #include <charconv>
 #include <limits>
 #include <utility>
@@ -29,6 +30,19 @@ void append_field(std::string& head, std::string_view name, std::string_view val
   head.append(": ");
   head.append(value);
   head.append("\r\n");
+}
+
+// "host:port" ("[v6]:port") appended in place: the Host field of every request, without a
+// temporary string.
+void append_endpoint(std::string& out, const Endpoint& e) {
+  const bool ipv6 = e.host.find(':') != std::string::npos;
+  if (ipv6) out += '[';
+  out += e.host;
+  if (ipv6) out += ']';
+  out += ':';
+  std::array<char, 8> digits{};
+  const auto end = std::to_chars(digits.data(), digits.data() + digits.size(), e.port).ptr;
+  out.append(digits.data(), end);
 }
 
 // RFC 9110 token characters.
@@ -76,7 +90,11 @@ Result<detail::WireRequest> to_wire(const Endpoint& to, Request request) {
     has_agent = has_agent || iequals(name, "User-Agent");
     append_field(wire.head, name, value);
   }
-  if (!has_host) append_field(wire.head, "Host", to.to_string());
+  if (!has_host) {
+    wire.head.append("Host: ");
+    append_endpoint(wire.head, to);
+    wire.head.append("\r\n");
+  }
   if (!has_agent) append_field(wire.head, "User-Agent", kUserAgent);
   // As Beast's prepare_payload: a length whenever there is a body, and for the methods whose
   // empty body still means something (RFC 9110 section 8.6).
@@ -218,13 +236,8 @@ struct Client::Impl final : detail::ClientCore {
 
 std::string Endpoint::to_string() const {
   std::string text;
-  const bool ipv6 = host.find(':') != std::string::npos;
   text.reserve(host.size() + 8);
-  if (ipv6) text += '[';
-  text += host;
-  if (ipv6) text += ']';
-  text += ':';
-  text += std::to_string(port);
+  append_endpoint(text, *this);
   return text;
 }
 
