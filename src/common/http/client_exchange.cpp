@@ -3,10 +3,10 @@
 // by piece for open().
 #include <algorithm>
 #include <array>
-#include <boost/asio/write.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/http/error.hpp>
 #include <limits>
 #include <string>

@@ -98,7 +98,8 @@ TEST_F(BadInput, ChunkedBodyGrowingTooLargeGets413) {
 TEST_F(BadInput, MalformedChunkArrivingWithTheHeadGets400) {
   start();
   expect_refused(
-      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n", 400);
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n",
+      400);
   EXPECT_EQ(stats().requests, 0u);
   expect_still_serving();
 }
