@@ -6,6 +6,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "omni/http/client.hpp"
 #include "testing/client_fixture.hpp"
@@ -22,6 +23,15 @@ using testing::Signal;
 
 class ClientTest : public testing::ClientFixture {
  protected:
+  // The call failed with a timeout while `during` ("reading the response head", ...).
+  template <class T>
+  static void expect_timed_out(const Result<T>& result, std::string_view during) {
+    ASSERT_FALSE(result.ok());
+    EXPECT_EQ(result.error().code, ErrorCode::kTimeout);
+    EXPECT_NE(result.error().message.find(std::string(during) + ": timed out"), std::string::npos)
+        << result.error().message;
+  }
+
   // Sends a GET and returns its body, or the error as "error: <code>".
   std::string get_body() {
     return get_outcome([](const Response& r) { return r.body; });
@@ -298,10 +308,7 @@ TEST_F(ClientTest, SilentServerTimesOut) {
   make_client(options);
   run([&]() -> Task<void> {
     auto response = co_await get();
-    EXPECT_FALSE(response.ok());
-    if (response.ok()) co_return;
-    EXPECT_EQ(response.error().code, ErrorCode::kTimeout);
-    EXPECT_NE(response.error().message.find("timed out"), std::string::npos);
+    expect_timed_out(response, "reading the response head");
   }());
   never.set();
 }
@@ -353,12 +360,7 @@ TEST_F(ClientTest, StreamSilentMidBodyTimesOut) {
     auto first = co_await (*opened)->next();
     EXPECT_TRUE(first.ok() && first->has_value());
     auto second = co_await (*opened)->next();
-    EXPECT_FALSE(second.ok());
-    if (second.ok()) co_return;
-    EXPECT_EQ(second.error().code, ErrorCode::kTimeout);
-    EXPECT_NE(second.error().message.find("reading the response body: timed out"),
-              std::string::npos)
-        << second.error().message;
+    expect_timed_out(second, "reading the response body");
   }());
   never.set();
 }
@@ -384,12 +386,7 @@ TEST_F(ClientTest, KeptTimersStillBoundTheNextRequest) {
     EXPECT_EQ(client_->idle_connections(), 1u);
     const auto started = std::chrono::steady_clock::now();
     auto second = co_await get();
-    EXPECT_FALSE(second.ok());
-    if (second.ok()) co_return;
-    EXPECT_EQ(second.error().code, ErrorCode::kTimeout);
-    EXPECT_NE(second.error().message.find("reading the response head: timed out"),
-              std::string::npos)
-        << second.error().message;
+    expect_timed_out(second, "reading the response head");
     EXPECT_GE(std::chrono::steady_clock::now() - started, 300ms);  // the read's, not the write's
   }());
   never.set();
@@ -409,11 +406,7 @@ TEST_F(ClientTest, ServerNotReadingMakesTheWriteTimeOut) {
     request.body.assign(64u << 20, 'x');  // more than loopback's socket buffers hold
     const Endpoint to = server_->endpoint();
     auto response = co_await client_->send(to, std::move(request));
-    EXPECT_FALSE(response.ok());
-    if (response.ok()) co_return;
-    EXPECT_EQ(response.error().code, ErrorCode::kTimeout);
-    EXPECT_NE(response.error().message.find("writing the request: timed out"), std::string::npos)
-        << response.error().message;
+    expect_timed_out(response, "writing the request");
   }());
   never.set();
 }
