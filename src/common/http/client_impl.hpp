@@ -19,7 +19,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "client_watchdog.hpp"
+#include "socket_watchdog.hpp"
 #include "omni/http/client.hpp"
 #include "response_parse.hpp"
 
@@ -29,7 +29,7 @@ namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 
 // One TCP connection to one endpoint, with the bytes read past the last parsed message.
-// Every connect, write and read is bounded by the watchdog (see client_watchdog.hpp).
+// Every connect, write and read is bounded by the watchdog (see socket_watchdog.hpp).
 struct PooledConnection {
   explicit PooledConnection(const IoExecutor& executor)
       : socket(executor), watchdog(executor, socket) {
@@ -40,7 +40,7 @@ struct PooledConnection {
   }
   static constexpr std::size_t kReadBufferBytes = 16 * 1024;
 
-  ClientSocket socket;
+  TcpSocket socket;
   ConnectionWatchdog watchdog;  // after the socket: destroyed first
   beast::flat_buffer buffer;
   std::chrono::steady_clock::time_point idle_since;

@@ -1,6 +1,5 @@
 #include "server_connection.hpp"
 
-#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -15,7 +14,6 @@ namespace {
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
 using boost::system::error_code;
-using SteadyTime = std::chrono::steady_clock::time_point;
 constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
 
 constexpr std::size_t kReadChunk = 16 * 1024;
@@ -26,10 +24,6 @@ constexpr Duration kLingerTime = std::chrono::seconds(1);
 constexpr std::size_t kLingerMaxBytes = 256 * 1024;
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
-std::chrono::steady_clock::duration steady(Duration d) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
-}
-
 std::string describe(const Connection::Socket& socket) {
   error_code ec;
   const auto endpoint = socket.remote_endpoint(ec);
@@ -37,13 +31,6 @@ std::string describe(const Connection::Socket& socket) {
   const auto address = endpoint.address();
   const std::string host = address.is_v6() ? "[" + address.to_string() + "]" : address.to_string();
   return host + ":" + std::to_string(endpoint.port());
-}
-
-// The watchdog must wake at least this often, so that no deadline is ever set earlier than
-// its next wake-up (see set_deadline).
-std::chrono::steady_clock::duration watchdog_tick(const ServerOptions& o) {
-  return steady(
-      std::min({o.header_timeout, o.body_timeout, o.idle_timeout, o.write_timeout, kLingerTime}));
 }
 
 bool is_disconnect(const error_code& ec) {
@@ -61,8 +48,7 @@ Connection::Connection(ServerCore& core, Worker& worker, Socket socket, Mode mod
       socket_(std::move(socket)),
       mode_(mode),
       remote_(describe(socket_)),
-      watchdog_(socket_.get_executor()),
-      tick_(watchdog_tick(core.options)) {
+      watchdog_(socket_.get_executor(), socket_) {
   head_.reserve(512);
   // The writer tries each write synchronously first (write_now.hpp); it must never block.
   error_code ignored;
@@ -73,7 +59,6 @@ Task<void> Connection::serve(std::shared_ptr<Connection> self) { co_await self->
 
 Task<void> Connection::run() {
   worker_.connections.insert(this);
-  arm_watchdog(std::chrono::steady_clock::now() + tick_);
   try {
     if (mode_ == Mode::kReject) {
       co_await answer_error(503, "server is at its connection limit");
@@ -87,9 +72,8 @@ Task<void> Connection::run() {
   } catch (...) {
     std::fprintf(stderr, "omni http: connection %s failed\n", remote_.c_str());
   }
-  finished_ = true;
   close();
-  watchdog_.cancel();
+  watchdog_.disarm();
   worker_.connections.erase(this);
   if (mode_ == Mode::kServe) core_.connection_closed();
 }
@@ -178,7 +162,7 @@ Task<Connection::ReadResult> Connection::read_body() {
 }
 
 Connection::ReadResult Connection::read_failed(const error_code& ec) {
-  const bool timed_out = timed_out_;
+  const bool timed_out = watchdog_.expired();
   clear_deadline();
   if (timed_out) {
     core_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
@@ -246,7 +230,7 @@ Task<void> Connection::linger_close() {
 }
 
 error_code Connection::end_write(error_code ec) noexcept {
-  const bool timed_out = timed_out_;
+  const bool timed_out = watchdog_.expired();
   clear_deadline();
   if (ec && timed_out) {
     core_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
@@ -272,31 +256,5 @@ void Connection::force_close() {
   close();
 }
 
-// Invariant: the watchdog's next wake-up is never later than now + tick_, and every timeout
-// is at least tick_, so a new deadline never precedes the wake-up that will check it.
-void Connection::set_deadline(Duration timeout) noexcept {
-  deadline_ = std::chrono::steady_clock::now() + steady(timeout);
-  timed_out_ = false;
-}
-
-void Connection::clear_deadline() noexcept { deadline_ = SteadyTime::max(); }
-
-void Connection::arm_watchdog(SteadyTime when) {
-  watchdog_.expires_at(when);
-  watchdog_.async_wait(
-      [self = shared_from_this()](const error_code& ec) { self->on_watchdog(ec); });
-}
-
-void Connection::on_watchdog(const error_code& ec) {
-  if (ec == asio::error::operation_aborted || finished_) return;
-  const auto now = std::chrono::steady_clock::now();
-  if (deadline_ <= now) {
-    timed_out_ = true;
-    deadline_ = SteadyTime::max();
-    error_code ignored;
-    socket_.cancel(ignored);
-  }
-  arm_watchdog(std::min(deadline_, now + tick_));
-}
 
 }  // namespace omni::http::detail

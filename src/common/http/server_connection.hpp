@@ -1,28 +1,27 @@
 // One accepted TCP connection: a coroutine that reads requests, runs the handler and writes
 // responses, plus the ResponseWriter it hands to the handler. Private to omni_http.
 //
-// Timeouts use a per-connection watchdog instead of beast::tcp_stream's expiry: tcp_stream
-// closes the socket when its timer fires, which would make the 408 for a slow request head
-// impossible, and it re-arms a timer for every operation. Here setting a deadline is one
-// clock read; the watchdog timer wakes at most every `tick` and cancels (not closes) the
-// socket's pending operation once the deadline has passed.
+// Timeouts use a per-connection watchdog (socket_watchdog.hpp) instead of beast::tcp_stream's
+// expiry: tcp_stream closes the socket when its timer fires, which would make the 408 for a
+// slow request head impossible, and it re-arms a timer for every operation. Here setting a
+// deadline is one clock read, and the watchdog cancels (not closes) the socket's pending
+// operation once the deadline has passed.
 #pragma once
 
 #include <array>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/buffers_suffix.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/system/error_code.hpp>
-#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "request_parse.hpp"
+#include "socket_watchdog.hpp"
 #include "server_internal.hpp"
 
 namespace omni::http::detail {
@@ -85,8 +84,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
  public:
   // Bound to the io_context's own executor type, not any_io_executor: the type-erased
   // executor's copies showed up in the request path's profile.
-  using Socket = boost::asio::basic_stream_socket<boost::asio::ip::tcp,
-                                                  boost::asio::io_context::executor_type>;
+  using Socket = TcpSocket;
   enum class Mode { kServe, kReject };
 
   Connection(ServerCore& core, Worker& worker, Socket socket, Mode mode);
@@ -105,7 +103,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // per write measurably costs throughput): begin_write() arms the write deadline,
   // end_write() clears it and turns a cancellation by the watchdog into timed_out.
   Socket& socket() noexcept { return socket_; }
-  void begin_write() noexcept { set_deadline(core_.options.write_timeout); }
+  void begin_write() { set_deadline(core_.options.write_timeout); }
   boost::system::error_code end_write(boost::system::error_code ec) noexcept;
   std::string& head_buffer() noexcept { return head_; }
   // Bytes received past the current request (a pipelined next one).
@@ -126,10 +124,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Task<void> linger_close();
   void close() noexcept;
 
-  void set_deadline(Duration timeout) noexcept;
-  void clear_deadline() noexcept;
-  void arm_watchdog(std::chrono::steady_clock::time_point when);
-  void on_watchdog(const boost::system::error_code& ec);
+  void set_deadline(Duration timeout) { watchdog_.expires_after(timeout); }
+  void clear_deadline() noexcept { watchdog_.idle(); }
 
   ServerCore& core_;
   Worker& worker_;
@@ -143,13 +139,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string head_;
   Rejection rejection_;
 
-  boost::asio::steady_timer watchdog_;
-  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
-  std::chrono::steady_clock::duration tick_;
-  bool timed_out_ = false;
+  ConnectionWatchdog watchdog_;  // declared after socket_: destroyed first
   bool busy_ = false;  // inside a request: stop() lets it finish
   bool force_closed_ = false;
-  bool finished_ = false;
   boost::asio::cancellation_signal cancel_;
 };
 

@@ -1,10 +1,10 @@
-#include "client_watchdog.hpp"
+#include "socket_watchdog.hpp"
 
 #include <boost/asio/error.hpp>
 
 namespace omni::http::detail {
 
-ConnectionWatchdog::ConnectionWatchdog(const IoExecutor& executor, ClientSocket& socket)
+ConnectionWatchdog::ConnectionWatchdog(const IoExecutor& executor, TcpSocket& socket)
     : state_(std::make_shared<State>(executor)) {
   state_->socket = &socket;
 }
