@@ -7,7 +7,8 @@
 #               the same through nginx, for the floor a plain reverse proxy reaches here
 #   throughput  wrk, small POSTs, 64 connections: omni-proxy on one I/O thread vs nginx as a
 #               plain reverse proxy (one worker, upstream keep-alive) to the same engine
-#   sse         50 concurrent streams of 200 events: events/s directly vs through omni-proxy
+#   sse         50 concurrent streams of 200 events: events/s directly vs through omni-proxy,
+#               and per second of the proxy's CPU time (/proc/PID/stat)
 #
 # The engine is omni-fake-engine answering at once (no token delay). Environment: ROUNDS (3),
 # DURATION (5s), CONNECTIONS (64). Output: tables on stdout, bench/results/proxy.json.
@@ -33,7 +34,8 @@ pids+=($!)
 "${server_pin[@]}" "$bin/omni-proxy" --listen-port "$proxy_port" --pd-mode aggregated \
   --decode-endpoints "127.0.0.1:$engine_port" --workers 1 --health-interval 0s \
   --log-level warn >"$work/proxy.log" 2>&1 &
-pids+=($!)
+proxy_pid=$!
+pids+=("$proxy_pid")
 # nginx as a plain reverse proxy to the same engine, SSE relayed as it comes (as omni-proxy does).
 write_nginx_conf "$nginx_port" "upstream engine { server 127.0.0.1:$engine_port; keepalive 128; }" \
   'location / { proxy_pass http://engine; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; }'
@@ -51,6 +53,8 @@ wrk.body = '$body'
 wrk.headers["Content-Type"] = "application/json"
 LUA
 
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
 load() {  # load <port> <out> <args...>
   local port=$1 out=$2; shift 2
   "${client_pin[@]}" "$bin/omni-proxy-load" --target "127.0.0.1:$port" "$@" >"$out"
@@ -67,7 +71,10 @@ for round in $(seq "$rounds"); do
     load "$port" "$work/lat.$name.$round.json" --concurrency 1 --duration "$duration" --body "$body"
     load "$port" "$work/slat.$name.$round.json" --concurrency 1 --duration "$duration" --stream --body "$stream_body"
     [ "$name" = nginx ] && continue
+    # The proxy's CPU time (user + system, clock ticks) over its SSE arm: events per CPU-second.
+    [ "$name" = proxy ] && cpu_ticks "$proxy_pid" >"$work/sse_ticks.$round.before"
     load "$port" "$work/sse.$name.$round.json" --concurrency 50 --duration "$duration" --stream --body "$sse_body"
+    [ "$name" = proxy ] && cpu_ticks "$proxy_pid" >"$work/sse_ticks.$round.after"
   done
   for arm in nginx:$nginx_port proxy:$proxy_port; do
     name=${arm%%:*} port=${arm##*:}
@@ -124,10 +131,19 @@ print(f"\nthroughput, 1 I/O thread, {os.environ.get('CONNECTIONS', '64')} connec
 d, p = js("sse", "direct"), js("sse", "proxy")
 de, pe = med(x["events_per_second"] for x in d), med(x["events_per_second"] for x in p)
 complete = all(x["complete_streams"] == x["requests"] for x in d + p)
+# Events relayed per second of the proxy's CPU time (its user + system ticks over the arm).
+hz = os.sysconf("SC_CLK_TCK")
+per_cpu = []
+for r, run in enumerate(p, start=1):
+    ticks = (int(open(os.path.join(work, f"sse_ticks.{r}.after")).read())
+             - int(open(os.path.join(work, f"sse_ticks.{r}.before")).read()))
+    per_cpu.append(run["events"] / (ticks / hz) if ticks > 0 else float("nan"))
 report["sse"] = {"direct": d, "proxy": p, "median_direct_events_per_s": de,
-                 "median_proxy_events_per_s": pe, "ratio": pe / de, "all_streams_complete": complete}
+                 "median_proxy_events_per_s": pe, "ratio": pe / de, "all_streams_complete": complete,
+                 "proxy_events_per_cpu_second": per_cpu}
 print(f"SSE relay, 50 streams x 200 events: direct {de:.0f} events/s, through omni-proxy {pe:.0f} "
-      f"events/s, ratio {pe / de:.3f}, every stream complete: {complete}")
+      f"events/s, ratio {pe / de:.3f}, every stream complete: {complete}; "
+      f"{med(per_cpu):.0f} events per proxy CPU-second")
 with open(out, "w") as f:
     json.dump(report, f, indent=2)
 print(f"written: {out}")
