@@ -186,6 +186,10 @@ Status Engine::add(SeqSpec spec) {
       std::min<std::uint64_t>(cfg.max_model_len, e.kv_capacity_tokens());
   s.max_output = static_cast<std::uint32_t>(
       std::min<std::uint64_t>(spec.max_output_tokens, token_limit - spec.prompt_tokens));
+  // A stop inside the limit becomes the limit itself, reported as kStop.
+  s.stops = spec.stop_after > 0 && spec.stop_after <= s.max_output;
+  if (s.stops) s.max_output = spec.stop_after;
+  s.external_tokens = 0;
   s.output = s.computed = s.cached_tokens = s.stored_blocks = 0;
   s.sched_tokens = s.sched_drafts = 0;
   s.sched_decode = false;

@@ -32,6 +32,7 @@ struct alignas(64) EngineSeq {
   bool decoding = false;        // the prompt is computed; each step adds sampled tokens
   bool cache_reported = false;  // num_cached_tokens fixed at the first admission
   bool sched_decode = false;    // this step's schedule is a decode
+  bool stops = false;           // reaching max_output is a stop (EOS), not the length limit
   std::uint32_t prompt = 0;
   std::uint32_t max_output = 0;  // capped so that prompt + output fits max_model_len and the KV
   std::uint32_t output = 0;      // tokens generated so far
@@ -42,6 +43,7 @@ struct alignas(64) EngineSeq {
   std::uint32_t num_hashes = 0;     // == EngineSeqData::hashes.size()
   std::uint32_t sched_tokens = 0;   // this step's tokens (0: not scheduled)
   std::uint32_t sched_drafts = 0;
+  std::uint32_t external_tokens = 0;  // prompt tokens loaded by transfer (kv_preloaded)
 
   std::uint32_t known_tokens() const { return prompt + output; }
 };

@@ -65,6 +65,9 @@ Status read_model_shapes(const YAML::Node& n, ModelProfile& m) {
   OMNI_READ(n, "bytes_per_param", m.bytes_per_param);
   OMNI_READ(n, "kv_bytes_per_elem", m.kv_bytes_per_elem);
   OMNI_READ(n, "max_model_len", m.max_model_len);
+  OMNI_READ(n, "output_length_mean", m.output_length_mean);
+  OMNI_READ(n, "output_length_sd", m.output_length_sd);
+  OMNI_READ(n, "output_length_min", m.output_length_min);
   OMNI_READ(n, "aliases", m.aliases);
   return ok_status();
 }
@@ -94,6 +97,9 @@ Status check_model(const ModelProfile& m) {
   }
   if (!(m.bytes_per_param > 0) || !(m.kv_bytes_per_elem > 0)) {
     return bad("bytes_per_param and kv_bytes_per_elem must be positive");
+  }
+  if (!(m.output_length_mean >= 1) || !(m.output_length_sd >= 0) || m.output_length_min == 0) {
+    return bad("output_length_mean >= 1, output_length_sd >= 0 and output_length_min >= 1");
   }
   return ok_status();
 }

@@ -135,6 +135,7 @@ bool Engine::Impl::admit_waiting(std::uint32_t slot, std::uint32_t& budget, Step
   prefix_hits += hit_tokens;
   if (!s.cache_reported) {
     s.cached_tokens = hit_tokens;
+    if (a.preloaded) s.external_tokens = s.prompt - hit_tokens;
     s.cache_reported = true;
   }
   commit_full_blocks(s, a.preloaded ? s.prompt : a.start + a.tokens);

@@ -45,10 +45,11 @@ void Engine::Impl::apply(EngineSeq& s, SeqOutput& o) {
   o.new_tokens = produced;
   o.total_output_tokens = s.output;
   o.num_cached_tokens = s.cached_tokens;
+  o.num_external_tokens = s.external_tokens;
   if (produced > 0 && s.prefill_only) {
     o.finish = FinishReason::kPrefillDone;
   } else if (s.output >= s.max_output) {
-    o.finish = FinishReason::kLength;
+    o.finish = s.stops ? FinishReason::kStop : FinishReason::kLength;
   }
 }
 
@@ -173,6 +174,7 @@ StepOutputs Engine::Impl::advance_stable(std::uint32_t steps) {
     SeqOutput o;
     o.id = s.id;
     o.num_cached_tokens = s.cached_tokens;
+    o.num_external_tokens = s.external_tokens;
     out.outputs.push_back(o);
   }
   if (num_spec == 0) {

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "omni/engine/cost_model.hpp"
+#include "omni/engine/output_length.hpp"
 
 namespace omni::engine {
 namespace {
@@ -92,6 +93,45 @@ TEST(Profiles, LayoutValidation) {
   EXPECT_FALSE(validate_layout(ds, {0, 1, false}));
   auto llama = builtin_model_profile("llama-3.1-70b").value();
   EXPECT_FALSE(validate_layout(llama, {8, 1, true}));  // no experts to spread
+}
+
+TEST(OutputLength, DrawsFollowTheProfileAndAreKeyed) {
+  auto model = builtin_model_profile("deepseek-v3");
+  ASSERT_TRUE(model);
+  EXPECT_EQ(sample_output_length(*model, 42), sample_output_length(*model, 42));
+  double sum = 0;
+  std::uint32_t lo = 1u << 30;
+  const int n = 20000;
+  for (int k = 0; k < n; ++k) {
+    const std::uint32_t len = sample_output_length(*model, static_cast<std::uint64_t>(k));
+    sum += len;
+    lo = std::min(lo, len);
+  }
+  EXPECT_GE(lo, model->output_length_min);
+  // The floor lifts the mean a little above the lognormal's.
+  EXPECT_NEAR(sum / n, model->output_length_mean, 0.05 * model->output_length_mean);
+  ModelProfile fixed = *model;
+  fixed.output_length_sd = 0;
+  fixed.output_length_mean = 100;
+  EXPECT_EQ(sample_output_length(fixed, 7), 100u);
+}
+
+TEST(OutputLength, BadValuesAreRejected) {
+  auto text = R"(name: m
+num_layers: 2
+hidden_size: 8
+attention: gqa
+num_heads: 2
+num_kv_heads: 1
+head_dim: 4
+num_dense_layers: 2
+dense_intermediate: 16
+vocab_size: 10
+output_length_min: 0
+)";
+  auto m = parse_model_profile(text);
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.error().message.find("output_length"), std::string::npos);
 }
 
 }  // namespace

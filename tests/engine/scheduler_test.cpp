@@ -394,6 +394,59 @@ TEST(Scheduler, PreloadedRequestReusesLocalPrefixHits) {
   EXPECT_EQ(e.cached_prefix_tokens(hashes), 96u);
 }
 
+TEST(Scheduler, PreloadedRequestReportsItsTransferredTokens) {
+  Engine e = small_engine(small_config(64));
+  ASSERT_TRUE(e.add(request(1, 64, 1, 700)));
+  run_to_completion(e);
+  SeqSpec s = request(2, 100, 2, 700);  // 64 tokens hit locally, 36 arrive by transfer
+  s.kv_preloaded = true;
+  ASSERT_TRUE(e.add(s));
+  const StepOutputs out = e.complete(e.schedule());
+  ASSERT_EQ(out.outputs.size(), 1u);
+  EXPECT_EQ(out.outputs[0].num_cached_tokens, 64u);
+  EXPECT_EQ(out.outputs[0].num_external_tokens, 36u);
+  Engine plain = small_engine(small_config(64));
+  ASSERT_TRUE(plain.add(request(3, 100, 2, 700)));
+  EXPECT_EQ(plain.complete(plain.schedule()).outputs[0].num_external_tokens, 0u);
+}
+
+TEST(Scheduler, StopAfterEndsWithStopAtThatLength) {
+  Engine e = small_engine(small_config(64));
+  SeqSpec s = request(1, 40, 10);
+  s.stop_after = 4;
+  ASSERT_TRUE(e.add(s));
+  const auto outs = run_to_completion(e);
+  EXPECT_EQ(outs.back().total_output_tokens, 4u);
+  EXPECT_EQ(outs.back().finish, FinishReason::kStop);
+  EXPECT_EQ(e.stats().used_blocks, 0u);
+}
+
+TEST(Scheduler, StopAfterPastTheLimitRunsToTheLength) {
+  Engine e = small_engine(small_config(64));
+  SeqSpec s = request(1, 40, 3);
+  s.stop_after = 4;
+  ASSERT_TRUE(e.add(s));
+  const auto outs = run_to_completion(e);
+  EXPECT_EQ(outs.back().total_output_tokens, 3u);
+  EXPECT_EQ(outs.back().finish, FinishReason::kLength);
+  // A stop exactly at the limit is a stop (the EOS is the last token).
+  Engine at = small_engine(small_config(64));
+  s.id = 2;
+  s.stop_after = 3;
+  ASSERT_TRUE(at.add(s));
+  EXPECT_EQ(run_to_completion(at).back().finish, FinishReason::kStop);
+}
+
+TEST(Scheduler, MtpNeverDraftsPastAStop) {
+  Engine e = small_engine(small_config(256), {3, 1.0});
+  SeqSpec s = request(1, 20, 100);
+  s.stop_after = 6;
+  ASSERT_TRUE(e.add(s));
+  const auto outs = run_to_completion(e);
+  EXPECT_EQ(outs.back().total_output_tokens, 6u);
+  EXPECT_EQ(outs.back().finish, FinishReason::kStop);
+}
+
 TEST(Scheduler, AbortReleasesAHeldPrefill) {
   Engine e = small_engine(small_config(64));
   SeqSpec s = request(5, 40, 10);

@@ -32,6 +32,12 @@ struct ModelProfile {
   double bytes_per_param = 1.0;  // fp8 weights: 1; bf16: 2
   double kv_bytes_per_elem = 2.0;
   std::uint32_t max_model_len = 0;
+  // The output-length model: where a generation ends at EOS when nothing else ends it first
+  // (lognormal with this mean and standard deviation of the length itself, never below the
+  // minimum). See omni/engine/output_length.hpp.
+  double output_length_mean = 256;
+  double output_length_sd = 320;
+  std::uint32_t output_length_min = 16;
   std::vector<std::string> aliases;  // other names builtin_model_profile() accepts
   // KV bytes per token over all layers (derived; what a PD transfer moves).
   double kv_bytes_per_token() const;
@@ -42,8 +48,8 @@ struct ModelProfile {
 };
 
 struct HardwareProfile {
-  std::string name;  // "h800", "h200", "ascend-910c"
-  double dense_tflops = 0;       // bf16 matrix peak per device
+  std::string name;         // "h800", "h200", "ascend-910c"
+  double dense_tflops = 0;  // bf16 matrix peak per device
   double fp8_tflops = 0;
   double hbm_tbps = 0;           // memory bandwidth per device
   double hbm_gib = 0;            // memory per device
@@ -69,15 +75,15 @@ struct MtpConfig {
 };
 
 struct StepShape {
-  std::uint32_t prefill_tokens = 0;            // computed (uncached) prompt tokens
-  std::uint64_t prefill_context_tokens = 0;    // sum over prefill chunks of tokens before them
+  std::uint32_t prefill_tokens = 0;          // computed (uncached) prompt tokens
+  std::uint64_t prefill_context_tokens = 0;  // sum over prefill chunks of tokens before them
   std::uint32_t decode_seqs = 0;
-  std::uint64_t decode_context_tokens = 0;     // sum of decode sequences' context lengths
+  std::uint64_t decode_context_tokens = 0;  // sum of decode sequences' context lengths
   // Optional detail (0: estimated from the fields above).
-  std::uint32_t prefill_seqs = 0;              // prefill chunks in the step (lm_head samples)
+  std::uint32_t prefill_seqs = 0;  // prefill chunks in the step (lm_head samples)
   // Sum over chunks of n*ctx + n*(n+1)/2: query-key pairs of causal prefill attention.
   std::uint64_t prefill_attention_pairs = 0;
-  std::uint32_t decode_query_tokens = 0;       // decode tokens incl. MTP drafts to verify
+  std::uint32_t decode_query_tokens = 0;  // decode tokens incl. MTP drafts to verify
 };
 
 // Where one step's time goes (seconds, per device; the step time is their sum).
@@ -87,7 +93,7 @@ struct StepBreakdown {
   double ffn = 0;        // MoE experts (routed + shared + gate) and dense FFN layers
   double comm = 0;       // EP all-to-all not hidden behind compute, plus TP all-reduce
   double lm_head = 0;
-  double mtp = 0;        // draft passes of the MTP module
+  double mtp = 0;  // draft passes of the MTP module
   double total() const { return overhead + attention + ffn + comm + lm_head + mtp; }
 };
 

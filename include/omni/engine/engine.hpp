@@ -30,14 +30,14 @@ namespace omni::engine {
 using SeqId = std::uint64_t;  // assigned by the caller, unique within one Engine
 
 struct EngineConfig {
-  std::uint32_t block_size = 16;                 // --block-size
-  std::uint64_t num_gpu_blocks = 0;              // 0: derived from the profiles' memory
-  std::uint32_t max_num_seqs = 256;              // --max-num-seqs
-  std::uint32_t max_num_batched_tokens = 8192;   // --max-num-batched-tokens
-  std::uint32_t max_model_len = 163840;          // prompt + output limit
+  std::uint32_t block_size = 16;                // --block-size
+  std::uint64_t num_gpu_blocks = 0;             // 0: derived from the profiles' memory
+  std::uint32_t max_num_seqs = 256;             // --max-num-seqs
+  std::uint32_t max_num_batched_tokens = 8192;  // --max-num-batched-tokens
+  std::uint32_t max_model_len = 163840;         // prompt + output limit
   bool enable_chunked_prefill = true;
   bool enable_prefix_caching = true;
-  bool emit_kv_events = false;                   // collect kvcache events in StepOutputs
+  bool emit_kv_events = false;                     // collect kvcache events in StepOutputs
   std::uint32_t long_prefill_token_threshold = 0;  // vLLM's; 0 = off
 };
 
@@ -56,6 +56,10 @@ struct SeqSpec {
   // PD, decode side (do_remote_prefill): the prompt's KV arrives by transfer; the request is
   // admitted with its prompt already computed and goes straight to decode.
   bool kv_preloaded = false;
+  // The request ends with FinishReason::kStop once it has produced this many output tokens
+  // (an EOS, a stop token or a stop string at that position, decided by the caller); 0 or a
+  // value past the output limit: it runs to its length.
+  std::uint32_t stop_after = 0;
   // Priority in arrival order ties (lower first); vLLM's FCFS uses arrival order only.
   double arrival_time = 0.0;
 };
@@ -83,7 +87,10 @@ struct SeqOutput {
   SeqId id = 0;
   std::uint32_t new_tokens = 0;  // 1, or 1 + accepted MTP drafts; 0 for a mid-prompt chunk
   std::uint32_t total_output_tokens = 0;
-  std::uint32_t num_cached_tokens = 0;  // prompt tokens served from the prefix cache
+  std::uint32_t num_cached_tokens = 0;  // prompt tokens served from the local prefix cache
+  // kv_preloaded: prompt tokens whose KV arrived by transfer (the prompt minus the local prefix
+  // hit), vLLM's num_external_computed_tokens; 0 otherwise.
+  std::uint32_t num_external_tokens = 0;
   FinishReason finish = FinishReason::kNone;
 };
 
@@ -97,10 +104,10 @@ struct EngineStats {
   std::uint32_t num_waiting = 0;
   std::uint64_t num_preemptions = 0;  // cumulative
   std::uint64_t total_blocks = 0;
-  std::uint64_t used_blocks = 0;  // referenced by a running or held sequence
-  double kv_cache_usage = 0.0;    // used / total, as vllm:kv_cache_usage_perc
-  std::uint64_t prefix_cache_queries = 0;  // tokens looked up, cumulative
-  std::uint64_t prefix_cache_hits = 0;     // tokens found, cumulative
+  std::uint64_t used_blocks = 0;                 // referenced by a running or held sequence
+  double kv_cache_usage = 0.0;                   // used / total, as vllm:kv_cache_usage_perc
+  std::uint64_t prefix_cache_queries = 0;        // tokens looked up, cumulative
+  std::uint64_t prefix_cache_hits = 0;           // tokens found, cumulative
   std::uint64_t outstanding_prefill_tokens = 0;  // uncomputed prompt tokens, waiting + running
   std::uint32_t num_held = 0;  // prefill_only requests holding blocks for a decode instance
 };
@@ -128,7 +135,10 @@ class Engine {
   // Fast path for simulators: when the batch will not change for k steps (only decodes, nothing
   // waiting that could be admitted, nobody finishing or needing a new block before step k),
   // returns the largest such k <= max_steps and their total time; 0 when the next step differs.
-  struct Stable { std::uint32_t steps = 0; double seconds = 0.0; };
+  struct Stable {
+    std::uint32_t steps = 0;
+    double seconds = 0.0;
+  };
   Stable stable_decode_run(std::uint32_t max_steps) const;
   // The same, limited to the steps that START before `horizon_s` seconds from now (the next
   // external event of a simulator: an arrival added during a step waits for the next
