@@ -38,9 +38,13 @@ Status validate_shape(const DecodeShape& s) {
 
 Status validate_sizes(const DecodeInputs& in, const DecodeOutputs& out) {
   const DecodeShape& s = in.shape;
-  if (in.q.size() != sz(s.batch) * sz(s.seqlen_q) * sz(s.heads_q) * sz(s.head_dim))
+  const std::size_t q_size = in.is_f32() ? in.q_f32.size() : in.q.size();
+  const std::size_t kv_size = in.is_f32() ? in.kv_cache_f32.size() : in.kv_cache.size();
+  if (in.is_f32() && (!in.q.empty() || !in.kv_cache.empty()))
+    return invalid("fp32 inputs: q and kv_cache (bf16) must be empty");
+  if (q_size != sz(s.batch) * sz(s.seqlen_q) * sz(s.heads_q) * sz(s.head_dim))
     return invalid("q: wrong size");
-  if (in.kv_cache.size() != sz(s.num_pages) * sz(s.page_size) * sz(s.head_dim))
+  if (kv_size != sz(s.num_pages) * sz(s.page_size) * sz(s.head_dim))
     return invalid("kv_cache: wrong size");
   if (in.block_table.size() != sz(s.batch) * sz(s.max_pages_per_seq))
     return invalid("block_table: wrong size");
@@ -137,7 +141,13 @@ void CpuDecoder::State::run_item(const DecodeInputs& in, const DecodeOutputs& ou
   switch (options.isa) {
     case Isa::kScalar: detail_kernel::run_item_scalar(in, item, options.kernel, sc, dst); break;
     case Isa::kAvx2: detail_kernel::run_item_avx2(in, item, options.kernel, sc, dst); break;
-    case Isa::kAvx512: detail_kernel::run_item_avx512(in, item, options.kernel, sc, dst); break;
+    case Isa::kAvx512:
+      if (in.is_f32()) {  // fp32 inputs: the fp32 FMA kernels (AVX2 is part of AVX-512)
+        detail_kernel::run_item_avx2(in, item, options.kernel, sc, dst);
+      } else {
+        detail_kernel::run_item_avx512(in, item, options.kernel, sc, dst);
+      }
+      break;
   }
 }
 

@@ -85,8 +85,18 @@ inline const bf16_bits* cache_row(const DecodeInputs& in, int batch, int key) {
   return in.kv_cache.data() + row * static_cast<std::size_t>(s.head_dim);
 }
 
+inline const float* cache_row_f32(const DecodeInputs& in, int batch, int key) {
+  const DecodeShape& s = in.shape;
+  const auto page =
+      in.block_table[static_cast<std::size_t>(batch * s.max_pages_per_seq + key / s.page_size)];
+  const auto row = static_cast<std::size_t>(page) * static_cast<std::size_t>(s.page_size) +
+                   static_cast<std::size_t>(key % s.page_size);
+  return in.kv_cache_f32.data() + row * static_cast<std::size_t>(s.head_dim);
+}
+
 // A row of zeros standing in for keys past the end of a block (never a NaN page).
 const bf16_bits* zero_row();  // 8192 zeros: validate() caps head_dim there
+const float* zero_row_f32();  // 8192 zeros
 
 // x[i] <- exp2(x[i] - max x) for i < n (-inf entries give 0); returns the max (log2 units)
 // and the sum of the new x. All -inf: max -inf, sum 0, x all 0. The GEMM baseline's softmax.

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "kernel.hpp"
 #include "omni/amla/bf16.hpp"
@@ -45,12 +46,17 @@ void widen_row(const bf16_bits* src, int n, float* dst) {
   for (; i < n; ++i) dst[i] = bf16_to_float(src[i]);
 }
 
+void widen_row(const float* src, int n, float* dst) { std::copy_n(src, n, dst); }
+
+inline float widen(bf16_bits v) { return bf16_to_float(v); }
+inline float widen(float v) { return v; }
+
 // Q[d][m] as floats, rows >= `rows` zero.
-void pack_q(const bf16_bits* q, int rows, int mpad, int head_dim, float* qf) {
+template <class T>
+void pack_q(const T* q, int rows, int mpad, int head_dim, float* qf) {
   for (int m = 0; m < mpad; ++m) {
     for (int d = 0; d < head_dim; ++d) {
-      qf[sz(d) * sz(mpad) + sz(m)] =
-          m < rows ? bf16_to_float(q[sz(m) * sz(head_dim) + sz(d)]) : 0.0f;
+      qf[sz(d) * sz(mpad) + sz(m)] = m < rows ? widen(q[sz(m) * sz(head_dim) + sz(d)]) : 0.0f;
     }
   }
 }
@@ -161,7 +167,7 @@ void pv_tile(const float* probs, int mpad, const float* vf, int dv, int keys, fl
   }
 }
 
-template <bool kAmla>
+template <bool kAmla, class T>
 void run_item(const DecodeInputs& in, const WorkItem& item, KernelScratch& sc,
               const ItemOutput& out) {
   const DecodeShape& s = in.shape;
@@ -179,14 +185,24 @@ void run_item(const DecodeInputs& in, const WorkItem& item, KernelScratch& sc,
   std::fill_n(acc, sz(mpad) * sz(dv), 0.0f);
   std::fill_n(sc.row_max.get(sz(mpad)), mpad, kNegInf);
   std::fill_n(sc.row_sum.get(sz(mpad)), mpad, 0.0f);
-  pack_q(in.q.data() + sz(item.batch) * sz(rows) * sz(head_dim), rows, mpad, head_dim, qf);
+  const T* q_base;
+  if constexpr (std::is_same_v<T, float>) {
+    q_base = in.q_f32.data();
+  } else {
+    q_base = in.q.data();
+  }
+  pack_q(q_base + sz(item.batch) * sz(rows) * sz(head_dim), rows, mpad, head_dim, qf);
 
-  const bf16_bits* keys[kBlockKeys];
+  const T* keys[kBlockKeys];
   for (int base = item.key_begin; base < item.key_end; base += kBlockKeys) {
     const int n = std::min(kBlockKeys, item.key_end - base);
     const int n_pad = (n + kKeysPerTile - 1) / kKeysPerTile * kKeysPerTile;
     for (int j = 0; j < n_pad; ++j)
-      keys[j] = j < n ? cache_row(in, item.batch, base + j) : zero_row();
+      if constexpr (std::is_same_v<T, float>) {
+        keys[j] = j < n ? cache_row_f32(in, item.batch, base + j) : zero_row_f32();
+      } else {
+        keys[j] = j < n ? cache_row(in, item.batch, base + j) : zero_row();
+      }
     for (int j = 0; j < n_pad; j += kKeysPerTile) {
 #pragma GCC unroll 32
       for (int t = 0; t < kKeysPerTile; ++t)
@@ -235,10 +251,16 @@ RowSoftmax softmax_row_avx2(float* x, int n) {
 
 void run_item_avx2(const DecodeInputs& in, const WorkItem& item, KernelKind kind,
                    KernelScratch& scratch, const ItemOutput& out) {
-  if (kind == KernelKind::kAmla) {
-    run_item<true>(in, item, scratch, out);
+  if (in.is_f32()) {
+    if (kind == KernelKind::kAmla) {
+      run_item<true, float>(in, item, scratch, out);
+    } else {
+      run_item<false, float>(in, item, scratch, out);
+    }
+  } else if (kind == KernelKind::kAmla) {
+    run_item<true, bf16_bits>(in, item, scratch, out);
   } else {
-    run_item<false>(in, item, scratch, out);
+    run_item<false, bf16_bits>(in, item, scratch, out);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernel.hpp"
@@ -15,10 +16,23 @@ namespace {
 
 std::size_t sz(int v) { return static_cast<std::size_t>(v); }
 
-float dot_bf16(const bf16_bits* a, const bf16_bits* b, int n) {
+inline float widen(bf16_bits v) { return bf16_to_float(v); }
+inline float widen(float v) { return v; }
+
+template <class T>
+float dot_rows(const T* a, const T* b, int n) {
   float sum = 0.0f;
-  for (int i = 0; i < n; ++i) sum += bf16_to_float(a[i]) * bf16_to_float(b[i]);
+  for (int i = 0; i < n; ++i) sum += widen(a[i]) * widen(b[i]);
   return sum;
+}
+
+template <class T>
+const T* row_of(const DecodeInputs& in, int batch, int key) {
+  if constexpr (std::is_same_v<T, float>) {
+    return cache_row_f32(in, batch, key);
+  } else {
+    return cache_row(in, batch, key);
+  }
 }
 
 template <bool kAmla>
@@ -33,7 +47,7 @@ void rescale_acc_row(float* acc_row, int dv, const RowUpdate& u) {
   }
 }
 
-template <bool kAmla>
+template <bool kAmla, class T>
 void run_item(const DecodeInputs& in, const WorkItem& item, KernelScratch& sc,
               const ItemOutput& out) {
   const DecodeShape& s = in.shape;
@@ -42,7 +56,13 @@ void run_item(const DecodeInputs& in, const WorkItem& item, KernelScratch& sc,
   const int dv = s.dv;
   const float c = in.softmax_scale * kLog2e;
   const int seqlen_k = in.seqlens_k[sz(item.batch)];
-  const bf16_bits* q = in.q.data() + sz(item.batch) * sz(rows) * sz(s.head_dim);
+  const T* q_base;
+  if constexpr (std::is_same_v<T, float>) {
+    q_base = in.q_f32.data();
+  } else {
+    q_base = in.q.data();
+  }
+  const T* q = q_base + sz(item.batch) * sz(rows) * sz(s.head_dim);
 
   float* acc = sc.acc.get(sz(mpad) * sz(dv));
   float* row_max = sc.row_max.get(sz(mpad));
@@ -51,14 +71,14 @@ void run_item(const DecodeInputs& in, const WorkItem& item, KernelScratch& sc,
   std::fill_n(acc, sz(rows) * sz(dv), 0.0f);
   std::fill_n(row_max, rows, kNegInf);
   std::fill_n(row_sum, rows, 0.0f);
-  const bf16_bits* keys[kBlockKeys];
+  const T* keys[kBlockKeys];
 
   for (int base = item.key_begin; base < item.key_end; base += kBlockKeys) {
     const int n = std::min(kBlockKeys, item.key_end - base);
     for (int j = 0; j < n; ++j) {
-      keys[j] = cache_row(in, item.batch, base + j);
+      keys[j] = row_of<T>(in, item.batch, base + j);
       for (int m = 0; m < rows; ++m) {
-        scores[j * mpad + m] = dot_bf16(q + sz(m) * sz(s.head_dim), keys[j], s.head_dim) * c;
+        scores[j * mpad + m] = dot_rows(q + sz(m) * sz(s.head_dim), keys[j], s.head_dim) * c;
       }
     }
     mask_block(scores, mpad, n, n, base, seqlen_k, s, in.causal);
@@ -76,7 +96,7 @@ void run_item(const DecodeInputs& in, const WorkItem& item, KernelScratch& sc,
       for (int j = 0; j < n; ++j) {
         const float p = std::exp2(scores[j * mpad + m] - u.new_max);
         row_sum[m] += p;
-        for (int d = 0; d < dv; ++d) acc_row[d] += p * bf16_to_float(keys[j][d]);
+        for (int d = 0; d < dv; ++d) acc_row[d] += p * widen(keys[j][d]);
       }
     }
   }
@@ -87,6 +107,11 @@ void run_item(const DecodeInputs& in, const WorkItem& item, KernelScratch& sc,
 
 const bf16_bits* zero_row() {
   static const std::vector<bf16_bits> zeros(8192, 0);
+  return zeros.data();
+}
+
+const float* zero_row_f32() {
+  static const std::vector<float> zeros(8192, 0.0f);
   return zeros.data();
 }
 
@@ -103,10 +128,16 @@ RowSoftmax softmax_row_scalar(float* x, int n) {
 
 void run_item_scalar(const DecodeInputs& in, const WorkItem& item, KernelKind kind,
                      KernelScratch& scratch, const ItemOutput& out) {
-  if (kind == KernelKind::kAmla) {
-    run_item<true>(in, item, scratch, out);
+  if (in.is_f32()) {
+    if (kind == KernelKind::kAmla) {
+      run_item<true, float>(in, item, scratch, out);
+    } else {
+      run_item<false, float>(in, item, scratch, out);
+    }
+  } else if (kind == KernelKind::kAmla) {
+    run_item<true, bf16_bits>(in, item, scratch, out);
   } else {
-    run_item<false>(in, item, scratch, out);
+    run_item<false, bf16_bits>(in, item, scratch, out);
   }
 }
 

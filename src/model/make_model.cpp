@@ -537,7 +537,9 @@ Status write_gguf_checkpoint(const std::filesystem::path& file, const ModelConfi
   std::vector<TensorToWrite> tensors;
   auto add = [&](const std::string& name, std::vector<std::int64_t> shape,
                  const std::vector<float>& values, bool keep_f32) {
-    const DType d = keep_f32 || shape.size() == 1 ? DType::kF32 : dtype;
+    DType d = keep_f32 || shape.size() == 1 ? DType::kF32 : dtype;
+    // Rows that are not whole q8_0 blocks stay f16, as llama.cpp's converter falls back.
+    if (d == DType::kQ8_0 && shape.back() % kQ8Block != 0) d = DType::kF16;
     storage.push_back(d == DType::kQ8_0 ? quantize_q8_0(values) : convert(values, d));
     tensors.push_back({name, d, std::move(shape), storage.back()});
   };

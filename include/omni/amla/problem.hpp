@@ -39,6 +39,13 @@ struct DecodeInputs {
   std::span<const bf16_bits> kv_cache;
   std::span<const std::int32_t> block_table;
   std::span<const std::int32_t> seqlens_k;
+  // fp32 inputs instead of bf16 (an engine with an fp32 latent cache): when kv_cache_f32 is
+  // set, q_f32 and kv_cache_f32 are read and q / kv_cache must be empty. The scalar and AVX2
+  // kernels run them (on an AVX-512 machine the AVX2 kernels do: there is no fp32 dot-product
+  // instruction to gain from); the reference does not take them.
+  std::span<const float> q_f32;
+  std::span<const float> kv_cache_f32;
+  bool is_f32() const noexcept { return !kv_cache_f32.empty(); }
 };
 
 struct DecodeOutputs {
