@@ -101,6 +101,13 @@ std::uint32_t Engine::Impl::prefix_hits_of(const EngineSeq& s, std::uint32_t max
   return found;
 }
 
+void Engine::Impl::record_lookup(const EngineSeq& s, std::uint32_t hit_blocks,
+                                 std::uint64_t times) {
+  if (!caching() || s.preempted) return;
+  prefix_queries += times * s.known_tokens();
+  prefix_hits += times * hit_blocks * config.block_size;
+}
+
 void Engine::Impl::commit_full_blocks(EngineSeq& s, std::uint32_t upto_tokens) {
   if (!caching()) return;
   const std::uint32_t bs = config.block_size;
@@ -187,6 +194,7 @@ Status Engine::add(SeqSpec spec) {
   s.max_output = static_cast<std::uint32_t>(
       std::min<std::uint64_t>(spec.max_output_tokens, token_limit - spec.prompt_tokens));
   // A stop inside the limit becomes the limit itself, reported as kStop.
+  s.preempted = false;
   s.stops = spec.stop_after > 0 && spec.stop_after <= s.max_output;
   if (s.stops) s.max_output = spec.stop_after;
   s.external_tokens = 0;

@@ -33,6 +33,7 @@ struct alignas(64) EngineSeq {
   bool cache_reported = false;  // num_cached_tokens fixed at the first admission
   bool sched_decode = false;    // this step's schedule is a decode
   bool stops = false;           // reaching max_output is a stop (EOS), not the length limit
+  bool preempted = false;       // preempted at least once (vLLM keeps its lookups apart)
   std::uint32_t prompt = 0;
   std::uint32_t max_output = 0;  // capped so that prompt + output fits max_model_len and the KV
   std::uint32_t output = 0;      // tokens generated so far
@@ -112,6 +113,9 @@ struct Engine::Impl {
   // `hits` when given; `free_hits` counts those sitting in the free queue.
   std::uint32_t prefix_hits_of(const EngineSeq& s, std::uint32_t max_blocks,
                                std::vector<BlockId>* hits, std::uint32_t& free_hits) const;
+  // vLLM's PrefixCacheStats.record() for `times` lookups of `s` that found `hit_blocks`:
+  // counted (prefix_cache_queries/hits) only with caching on and for never-preempted requests.
+  void record_lookup(const EngineSeq& s, std::uint32_t hit_blocks, std::uint64_t times = 1);
   // Registers the prompt's blocks that are full once `upto_tokens` are computed and emits
   // BlockStored for them.
   void commit_full_blocks(EngineSeq& s, std::uint32_t upto_tokens);

@@ -37,6 +37,7 @@ void Engine::Impl::preempt(std::uint32_t slot, StepPlan& plan) {
   s.stored_blocks = 0;
   s.decoding = false;
   s.kv_preloaded = false;  // recomputed locally from now on
+  s.preempted = true;
   s.sched_tokens = 0;
   s.state = EngineSeqState::kWaiting;
   waiting.push_front(slot);
@@ -119,6 +120,8 @@ bool Engine::Impl::admit_waiting(std::uint32_t slot, std::uint32_t& budget, Step
   EngineSeq& s = slots[slot];
   hit_scratch.clear();
   const Admission a = plan_admission(s, budget, &hit_scratch);
+  // vLLM looks the prompt up every time it tries to admit it, admitted or not.
+  record_lookup(s, a.hit_blocks);
   if (!a.ok) return false;
   outstanding_prefill -= prefill_debt(s);
   std::vector<BlockId>& blocks = data_of(s).blocks;
@@ -131,8 +134,6 @@ bool Engine::Impl::admit_waiting(std::uint32_t slot, std::uint32_t& budget, Step
   const std::uint32_t hit_tokens = a.hit_blocks * config.block_size;
   s.computed = a.start;
   s.stored_blocks = a.hit_blocks;
-  prefix_queries += s.known_tokens();
-  prefix_hits += hit_tokens;
   if (!s.cache_reported) {
     s.cached_tokens = hit_tokens;
     if (a.preloaded) s.external_tokens = s.prompt - hit_tokens;

@@ -168,6 +168,15 @@ StepOutputs Engine::Impl::advance_stable(std::uint32_t steps) {
   StepOutputs out;
   steps = stable_limit(steps);
   if (steps == 0) return out;
+  // Each of these steps would have tried (and failed) to admit the waiting head, as
+  // stable_limit() checked; vLLM counts each try as a prefix-cache lookup.
+  const std::uint64_t decode_tokens = std::uint64_t{1 + num_spec} * running.size();
+  if (!waiting.empty() && running.size() < config.max_num_seqs &&
+      decode_tokens < config.max_num_batched_tokens) {
+    const EngineSeq& head = slots[waiting.front()];
+    const auto left = static_cast<std::uint32_t>(config.max_num_batched_tokens - decode_tokens);
+    record_lookup(head, plan_admission(head, left, nullptr).hit_blocks, steps);
+  }
   out.outputs.reserve(running.size());
   for (const std::uint32_t slot : running) {
     EngineSeq& s = slots[slot];

@@ -128,6 +128,38 @@ TEST(Scheduler, DisabledPrefixCachingNeverHits) {
   EXPECT_EQ(e.cached_prefix_tokens({1000}), 0u);
 }
 
+TEST(Scheduler, PrefixCacheStatsCountEveryLookupAsVllmDoes) {
+  // Without chunked prefill a 200-token prompt that does not fit the budget left is looked up,
+  // refused, and looked up again at the next step: vLLM counts both lookups.
+  EngineConfig c = small_config(64);
+  c.enable_chunked_prefill = false;
+  Engine e = small_engine(c);
+  ASSERT_TRUE(e.add(request(1, 200, 3, 500)));
+  ASSERT_TRUE(e.add(request(2, 200, 3, 900)));
+  e.complete(e.schedule());  // 1 admitted; 2 looked up and refused (56 tokens of budget left)
+  EXPECT_EQ(e.stats().prefix_cache_queries, 400u);
+  e.complete(e.schedule());  // 2 looked up again and admitted
+  EXPECT_EQ(e.stats().prefix_cache_queries, 600u);
+  // With caching off vLLM records nothing.
+  EngineConfig off = small_config(64);
+  off.enable_prefix_caching = false;
+  Engine none = small_engine(off);
+  ASSERT_TRUE(none.add(request(1, 64, 2, 500)));
+  run_to_completion(none);
+  EXPECT_EQ(none.stats().prefix_cache_queries, 0u);
+}
+
+TEST(Scheduler, PreemptedRequestsLookupsAreNotCounted) {
+  Engine e = small_engine(small_config(8));
+  ASSERT_TRUE(e.add(request(1, 48, 40, 100)));
+  ASSERT_TRUE(e.add(request(2, 48, 40, 200)));
+  run_to_completion(e);
+  ASSERT_GE(e.stats().num_preemptions, 1u);
+  // One lookup of each request when it was new; the re-admissions after preemption are
+  // vLLM's preempted_queries, not prefix_cache_queries.
+  EXPECT_EQ(e.stats().prefix_cache_queries, 96u);
+}
+
 TEST(Scheduler, PreemptsTheLastRunningRequestWhenBlocksRunOut) {
   // 8 blocks of 16: two requests of 48 tokens (3 blocks each) grow until the pool is full.
   Engine e = small_engine(small_config(8));
