@@ -26,6 +26,7 @@ std::string access_line(const Call& call, Duration e2e) {
   json::object line;
   line["ts"] = iso_time(call.wall);
   line["request_id"] = call.request_id;
+  line["engine_request_id"] = call.engine_request_id;
   line["remote"] = call.request.remote;
   line["route"] = call.request.path();
   line["pd_mode"] = pd_mode_name(call.g.config.pd_mode);
@@ -58,15 +59,84 @@ std::string access_line(const Call& call, Duration e2e) {
   return text;
 }
 
+// Client-controlled text (targets, header values) as it may appear in a log line: visible
+// ASCII kept, every other byte written as \xNN, so no raw control byte or invalid UTF-8 ever
+// reaches the JSON or a terminal.
+std::string log_safe(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (const char c : text) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b >= 0x20 && b < 0x7f && b != '\\') {
+      out.push_back(c);
+    } else {
+      out += "\\x";
+      out.push_back(kHex[b >> 4]);
+      out.push_back(kHex[b & 0xf]);
+    }
+  }
+  return out;
+}
+
+std::string plain_line(const PlainRequestLog& entry) {
+  json::object line;
+  line["ts"] = iso_time(entry.wall);
+  if (!entry.request_id.empty()) line["request_id"] = log_safe(entry.request_id);
+  line["remote"] = entry.remote;
+  if (!entry.method.empty()) line["method"] = entry.method;
+  line["route"] = log_safe(entry.target.substr(0, entry.target.find('?')));
+  line["status"] = entry.status;
+  line["outcome"] = entry.outcome;
+  line["bytes_out"] = entry.bytes_out;
+  line["e2e_ms"] = ms(entry.elapsed);
+  if (!entry.reason.empty()) line["error"] = entry.reason;
+  std::string text = json::serialize(line);
+  text.push_back('\n');
+  return text;
+}
+
 }  // namespace
+
+void log_plain_request(Gateway::Impl& g, const PlainRequestLog& entry) {
+  g.metrics.responses->count(route_label(entry.target.substr(0, entry.target.find('?'))),
+                             entry.status);
+  if (g.access_log.enabled()) g.access_log.write(plain_line(entry));
+}
+
+void log_refused(Gateway::Impl& g, const http::RefusedRequest& refused) {
+  PlainRequestLog entry;
+  entry.wall = std::chrono::system_clock::now() -
+               std::chrono::duration_cast<std::chrono::system_clock::duration>(refused.elapsed);
+  if (refused.headers) {
+    if (auto id = refused.headers->get("X-Request-Id")) entry.request_id = *id;
+  }
+  entry.remote = refused.remote;
+  if (refused.method != http::Method::kUnknown) entry.method = http::method_name(refused.method);
+  entry.target = refused.target;
+  entry.status = refused.status;
+  entry.outcome = "refused";
+  entry.reason = refused.reason;
+  entry.elapsed = refused.elapsed;
+  if (refused.headers == nullptr) {
+    // Refused before the request line was read: no route to file it under.
+    g.metrics.responses->count(RouteLabel::kUnparsed, refused.status);
+    if (g.access_log.enabled()) g.access_log.write(plain_line(entry));
+    return;
+  }
+  log_plain_request(g, entry);
+}
 
 void finish_call(Call& call) {
   Gateway::Impl& g = call.g;
   call.life.mark(Stage::kDone, g.clock.now());
   const Duration e2e = *call.life.at(Stage::kDone) - *call.life.at(Stage::kReceived);
-  const auto route = static_cast<std::size_t>(call.api == Api::kCompletions ? RouteId::kCompletions
-                                                                             : RouteId::kChatCompletions);
+  const auto route = static_cast<std::size_t>(
+      call.api == Api::kCompletions ? RouteId::kCompletions : RouteId::kChatCompletions);
   g.metrics.requests[route][static_cast<std::size_t>(call.outcome)]->inc();
+  g.metrics.responses->count(
+      call.api == Api::kCompletions ? RouteLabel::kCompletions : RouteLabel::kChatCompletions,
+      call.status);
   g.metrics.e2e->observe(seconds(e2e));
   if (auto ttft = call.life.ttft()) g.metrics.ttft->observe(seconds(*ttft));
   if (auto tpot = call.life.tpot()) g.metrics.tpot->observe(seconds(*tpot));

@@ -21,7 +21,8 @@ struct Call {
   http::ResponseWriter& writer;
   Api api;
   std::uint64_t id = 0;
-  std::string request_id;
+  std::string request_id;         // the client's X-Request-Id (or ours): logs, and echoed back
+  std::string engine_request_id;  // unique per call: the X-Request-Id every engine call carries
   RequestInfo info;
   PromptInfo prompt;  // the proxy's own tokens and block hashes (prompt.hpp)
   Lifecycle life;

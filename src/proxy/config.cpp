@@ -18,8 +18,9 @@ Status valid_endpoint(const std::string& text) {
 Result<std::pair<std::string, std::string>> kv_events_pair(const std::string& text) {
   const auto eq = text.find('=');
   if (eq == std::string::npos || eq + 1 == text.size()) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "'" + text + "' is not ENGINE=ZMQ_ENDPOINT (e.g. 10.0.0.1:8100=tcp://10.0.0.1:5557)");
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        "'" + text + "' is not ENGINE=ZMQ_ENDPOINT (e.g. 10.0.0.1:8100=tcp://10.0.0.1:5557)");
   }
   auto engine = http::Endpoint::parse(text.substr(0, eq));
   if (!engine) return std::move(engine).error();
@@ -42,20 +43,25 @@ void describe_prefix_index(config::Schema<PrefixIndexConfig>& s) {
   using C = PrefixIndexConfig;
   s.field("enabled", &C::enabled, "Keep a global prefix index (block hashes per node)");
   s.field("predicted_ttl", &C::predicted_ttl,
-          "Lifetime of a placement's predicted blocks until the engine's events confirm them").min(1ms);
+          "Lifetime of a placement's predicted blocks until the engine's events confirm them")
+      .min(1ms);
   s.field("stale_after", &C::stale_after,
           "KV-event silence after sending a node uncached work that makes its cache entries "
-          "stop attracting traffic").min(1ms);
-  s.field("max_entries", &C::max_entries, "Bound on (block, node) pairs; least recent dropped").min(1024);
+          "stop attracting traffic")
+      .min(1ms);
+  s.field("max_entries", &C::max_entries, "Bound on (block, node) pairs; least recent dropped")
+      .min(1024);
 }
 
 void describe_node(config::Schema<NodeConfig>& s) {
   s.field("endpoint", &NodeConfig::endpoint, "host:port of the engine").each(valid_endpoint);
-  s.field("group", &NodeConfig::group, "PD group: a decode choice stays within the prefill's group");
+  s.field("group", &NodeConfig::group,
+          "PD group: a decode choice stays within the prefill's group");
   s.field("bootstrap_port", &NodeConfig::bootstrap_port,
           "SGLang bootstrap port of this prefill node (parallel mode)");
   s.field("kv_events_endpoint", &NodeConfig::kv_events_endpoint,
-          "ZeroMQ endpoint where this engine publishes its KV events (tcp://host:port)").non_empty();
+          "ZeroMQ endpoint where this engine publishes its KV events (tcp://host:port)")
+      .non_empty();
 }
 
 void describe_limits(config::Schema<LimitsConfig>& s) {
@@ -66,9 +72,17 @@ void describe_limits(config::Schema<LimitsConfig>& s) {
   s.field("queue_capacity", &C::queue_capacity,
           "Requests waiting in the proxy when every node is over its thresholds (429 beyond)");
   s.field("node_max_outstanding_tokens", &C::node_max_outstanding_tokens,
-          "A node at or over this many outstanding tokens takes no new request").min(1);
+          "A node at or over this many outstanding tokens takes no new request")
+      .min(1);
   s.field("node_max_running", &C::node_max_running,
-          "A node running this many requests takes no new one").min(1);
+          "A node running this many requests takes no new one")
+      .min(1);
+  s.field("max_model_len", &C::max_model_len,
+          "The engines' context length, counted for requests without a max_tokens bound; 0: "
+          "learned from the engines' /v1/models");
+  s.field("fallback_max_model_len", &C::fallback_max_model_len,
+          "Context length assumed until an engine reported its own")
+      .min(1);
 }
 
 void describe_timeouts(config::Schema<TimeoutsConfig>& s) {
@@ -78,14 +92,22 @@ void describe_timeouts(config::Schema<TimeoutsConfig>& s) {
   s.field("decode_idle", &C::decode_idle, "Longest silence from a decode engine").min(1ms);
   s.field("queue", &C::queue, "Longest wait in the proxy queue (then 503)").min(1ms);
   s.field("client_idle", &C::client_idle, "Keep-alive wait for a client's next request").min(1ms);
+  s.field("client_write", &C::client_write,
+          "Longest a write to a client may block; a slower reader is cut (logged)")
+      .min(1ms);
+  s.field("models", &C::models,
+          "How long /v1/models waits for engines whose model list is not known yet")
+      .min(1ms);
   s.field("shutdown_grace", &C::shutdown_grace, "In-flight requests get this long at shutdown");
 }
 
 void describe_retries(config::Schema<RetriesConfig>& s) {
   s.field("prefill_attempts", &RetriesConfig::prefill_attempts,
-          "Tries of a prefill, each on another node").range(1, 16);
+          "Tries of a prefill, each on another node")
+      .range(1, 16);
   s.field("decode_attempts", &RetriesConfig::decode_attempts,
-          "Tries of a decode before its first byte reached the client").range(1, 16);
+          "Tries of a decode before its first byte reached the client")
+      .range(1, 16);
 }
 
 void describe_health(config::Schema<HealthConfig>& s) {
@@ -93,12 +115,15 @@ void describe_health(config::Schema<HealthConfig>& s) {
   s.field("interval", &C::interval, "Active GET /health probe period; 0s disables probes");
   s.field("timeout", &C::timeout, "A probe's deadline").min(1ms);
   s.field("failures_to_eject", &C::failures_to_eject,
-          "Consecutive failed requests that open a node's circuit").min(1);
-  s.field("ejection_time", &C::ejection_time, "First ejection; doubles on each re-ejection").min(1ms);
+          "Consecutive failed requests that open a node's circuit")
+      .min(1);
+  s.field("ejection_time", &C::ejection_time, "First ejection; doubles on each re-ejection")
+      .min(1ms);
   s.field("max_ejection_time", &C::max_ejection_time, "Longest ejection").min(1ms);
-  s.field("engine_metrics", &C::engine_metrics,
-          "With each probe, read the engine's own load from its /metrics (vllm:num_requests_running, "
-          "vllm:num_requests_waiting, vllm:kv_cache_usage_perc) for the policies that weigh it");
+  s.field(
+      "engine_metrics", &C::engine_metrics,
+      "With each probe, read the engine's own load from its /metrics (vllm:num_requests_running, "
+      "vllm:num_requests_waiting, vllm:kv_cache_usage_perc) for the policies that weigh it");
 }
 
 }  // namespace
@@ -133,15 +158,15 @@ void describe(config::Schema<ProxyConfig>& s) {
                 {"parallel", PdMode::kParallel},
                 {"aggregated", PdMode::kAggregated}});
   s.field("bootstrap_port", &C::bootstrap_port, "Default SGLang bootstrap port of prefill nodes");
-  s.field("policy", &C::policy, policy_doc())
-      .each([](const std::string& name) -> Status {
-        auto policy = make_policy(name);
-        if (!policy) return std::move(policy).error();
-        return {};
-      });
+  s.field("policy", &C::policy, policy_doc()).each([](const std::string& name) -> Status {
+    auto policy = make_policy(name);
+    if (!policy) return std::move(policy).error();
+    return {};
+  });
   s.field("tokenizer", &C::tokenizer,
           "tokenizer.json (or a model directory) the engines use: exact token counts and block "
-          "hashes; without it text prompts are estimated at 4 bytes a token and not hashed").non_empty();
+          "hashes; without it text prompts are estimated at 4 bytes a token and not hashed")
+      .non_empty();
   s.field("block_size", &C::block_size, "The engines' KV block size (--block-size)").range(1, 4096);
   s.field("hash_algo", &C::hash_algo,
           "The engines' --prefix-caching-hash-algo: sha256, sha256_cbor, xxhash, xxhash_cbor")
@@ -164,13 +189,18 @@ void describe(config::Schema<ProxyConfig>& s) {
           "KV-event streams: ENGINE=ZMQ_ENDPOINT per engine (host:port=tcp://host:port)")
       .each(valid_kv_events_pair);
   s.section("prefix_index", &C::prefix_index, describe_prefix_index);
-  s.field("scheduler_tick", &C::scheduler_tick, "Scheduler pass period when idle").range(10us, 100ms);
+  s.field("scheduler_tick", &C::scheduler_tick, "Scheduler pass period when idle")
+      .range(10us, 100ms);
   s.section("limits", &C::limits, describe_limits);
   s.section("timeouts", &C::timeouts, describe_timeouts);
   s.section("retries", &C::retries, describe_retries);
   s.section("health", &C::health, describe_health);
   s.field("api_keys", &C::api_keys, "Accepted client keys (Authorization: Bearer); none: open");
   s.field("admin_token", &C::admin_token, "Bearer token required by /admin/*").non_empty();
+  s.field("client_pd_fields", &C::client_pd_fields,
+          "Client-supplied kv_transfer_params, bootstrap_* and engine request ids: strip them, or "
+          "refuse the request with 400 (the proxy owns the PD protocol)")
+      .choices({{"strip", ClientPdFields::kStrip}, {"reject", ClientPdFields::kReject}});
   s.field("access_log", &C::access_log, "One JSON line per request to this file (\"-\": stdout)")
       .non_empty();
   s.section("log", &C::log, config::describe_log);
@@ -179,9 +209,9 @@ void describe(config::Schema<ProxyConfig>& s) {
     const bool no_prefill = c.prefill_endpoints.empty() && c.prefill_nodes.empty();
     if (no_decode) return make_error(ErrorCode::kInvalidArgument, "no decode endpoint configured");
     if (c.pd_mode != PdMode::kAggregated && no_prefill) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        std::string("pd_mode ") + std::string(pd_mode_name(c.pd_mode)) +
-                            " needs prefill endpoints");
+      return make_error(ErrorCode::kInvalidArgument, std::string("pd_mode ") +
+                                                         std::string(pd_mode_name(c.pd_mode)) +
+                                                         " needs prefill endpoints");
     }
     for (const auto& text : c.kv_events_endpoints) {
       auto pair = kv_events_pair(text);
@@ -197,8 +227,9 @@ void describe(config::Schema<ProxyConfig>& s) {
       return make_error(ErrorCode::kInvalidArgument, "send_token_ids needs a tokenizer");
     }
     if (c.chat_to_completions && !c.tokenizer) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "--chat-to-completions needs --tokenizer (the model's tokenizer and chat template)");
+      return make_error(
+          ErrorCode::kInvalidArgument,
+          "--chat-to-completions needs --tokenizer (the model's tokenizer and chat template)");
     }
     return {};
   });
@@ -227,12 +258,14 @@ std::vector<NodeEntry> node_entries(const ProxyConfig& c) {
     entries.push_back(std::move(entry));
   };
   if (c.pd_mode != PdMode::kAggregated) {
-    for (const auto& text : c.prefill_endpoints) add(Role::kPrefill, text, "", std::nullopt, std::nullopt);
+    for (const auto& text : c.prefill_endpoints)
+      add(Role::kPrefill, text, "", std::nullopt, std::nullopt);
     for (const auto& node : c.prefill_nodes) {
       add(Role::kPrefill, node.endpoint, node.group, node.bootstrap_port, node.kv_events_endpoint);
     }
   }
-  for (const auto& text : c.decode_endpoints) add(Role::kDecode, text, "", std::nullopt, std::nullopt);
+  for (const auto& text : c.decode_endpoints)
+    add(Role::kDecode, text, "", std::nullopt, std::nullopt);
   for (const auto& node : c.decode_nodes) {
     add(Role::kDecode, node.endpoint, node.group, std::nullopt, node.kv_events_endpoint);
   }

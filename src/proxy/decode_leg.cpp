@@ -52,7 +52,8 @@ std::string error_event(std::string_view message, bool at_boundary, bool done_se
 
 http::Headers client_headers(const Call& call, const http::Headers& upstream) {
   http::Headers headers;
-  headers.add("Content-Type", std::string(upstream.get("Content-Type").value_or("application/json")));
+  headers.add("Content-Type",
+              std::string(upstream.get("Content-Type").value_or("application/json")));
   headers.add("X-Request-Id", call.request_id);
   return headers;
 }
@@ -92,6 +93,8 @@ Task<LegResult> send_whole(Call& call, http::Client& client, const http::Endpoin
   response.status = answer->status;
   response.headers = client_headers(call, answer->headers);
   response.body = std::move(answer->body);
+  // An engine's transfer parameters (its id, host and port) are the proxy's business only.
+  if (auto hidden = hide_transfer_params(response.body)) response.body = std::move(*hidden);
   call.status = response.status;
   call.bytes_out += response.body.size();
   if (response.status >= 400) call.outcome = RequestOutcome::kClientError;
@@ -227,8 +230,8 @@ Task<LegResult> stream_once(Call& call, http::Client& client, const http::Endpoi
     first = make_error(ErrorCode::kCancelled, "the prefill leg failed");
   }
   if (!first || !*first) {
-    call.error = first ? to.to_string() + " ended the stream before any event"
-                       : first.error().to_string();
+    call.error =
+        first ? to.to_string() + " ended the stream before any event" : first.error().to_string();
     co_return LegResult{LegEnd::kRetry, Outcome::kFailure};
   }
   co_return co_await relay(call, stream, std::move(**first));

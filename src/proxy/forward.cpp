@@ -143,9 +143,12 @@ Task<std::optional<PrefillDone>> run_prefill(Call& call) {
       // A refusal, or no usable kv_transfer_params: the prefill's answer is the answer.
       http::Response response;
       response.status = answer->status;
-      response.headers.add("Content-Type", std::string(answer->headers.get("Content-Type").value_or("application/json")));
+      response.headers.add(
+          "Content-Type",
+          std::string(answer->headers.get("Content-Type").value_or("application/json")));
       response.headers.add("X-Request-Id", call.request_id);
       response.body = std::move(answer->body);
+      if (auto hidden = hide_transfer_params(response.body)) response.body = std::move(*hidden);
       std::string not_completion;
       if (response.status == 200 && !chat_whole_body(call, response.body, not_completion)) {
         co_await answer_error(call, 502, not_completion, RequestOutcome::kUpstreamError,
@@ -153,7 +156,8 @@ Task<std::optional<PrefillDone>> run_prefill(Call& call) {
         co_return std::nullopt;
       }
       call.status = response.status;
-      call.outcome = response.status >= 400 ? RequestOutcome::kClientError : RequestOutcome::kSuccess;
+      call.outcome =
+          response.status >= 400 ? RequestOutcome::kClientError : RequestOutcome::kSuccess;
       call.bytes_out += response.body.size();
       call.life.output_event(call.g.clock.now(), 1);
       (void)co_await call.writer.send(std::move(response));
@@ -306,7 +310,7 @@ Task<void> run_parallel(Call& call) {
     } else if (prefill_end == PrefillEnd::kPending) {
       call.g.metrics.cancelled_legs->inc();  // the decode ended first: the prefill was cancelled
     }
-    const Outcome prefill_outcome = prefill_failed ? Outcome::kFailure
+    const Outcome prefill_outcome = prefill_failed                   ? Outcome::kFailure
                                     : prefill_end == PrefillEnd::kOk ? Outcome::kSuccess
                                                                      : Outcome::kNeutral;
     call.g.dispatcher->release(prefill->lease, prefill_outcome);
@@ -326,11 +330,34 @@ Task<void> run_parallel(Call& call) {
                         RequestOutcome::kUpstreamError, "BadGatewayError");
 }
 
-bool authorised(const Call& call) {
-  const auto& keys = call.g.config.api_keys;
-  if (keys.empty()) return true;
-  auto token = bearer_token(call.request);
-  return token && std::find(keys.begin(), keys.end(), *token) != keys.end();
+// The client's body without the fields the proxy owns (client_pd_fields: strip), or false
+// after a 400 (reject).
+Task<bool> take_proxy_owned_fields(Call& call) {
+  if (call.info.proxy_owned_fields == 0) co_return true;
+  const std::string names = proxy_owned_field_names(call.info.proxy_owned_fields);
+  if (call.g.config.client_pd_fields == ClientPdFields::kReject) {
+    call.g.metrics.client_pd_fields->with({"rejected"}).value()->inc();
+    co_await answer_error(call, 400, "these fields are set by the proxy, not the client: " + names,
+                          RequestOutcome::kClientError, "BadRequestError", names);
+    co_return false;
+  }
+  auto stripped = strip_proxy_owned(call.request.body);
+  if (!stripped) {  // cannot happen for a body inspect_request accepted
+    co_await answer_error(call, 400, stripped.error().message, RequestOutcome::kClientError);
+    co_return false;
+  }
+  call.g.metrics.client_pd_fields->with({"stripped"}).value()->inc();
+  call.request.body = std::move(*stripped);
+  co_return true;
+}
+
+// A request without a max_tokens bound may generate up to the context (as vLLM): admission
+// counts that, not vLLM's completions default.
+void bound_max_tokens(Call& call) {
+  if (!call.info.max_tokens_unbounded) return;
+  const std::uint64_t context = call.g.max_model_len();
+  const std::uint64_t prompt = call.info.prompt_tokens;
+  call.info.max_tokens = context > prompt ? context - prompt : 1;
 }
 
 }  // namespace
@@ -342,15 +369,16 @@ Task<Result<Placement>> acquire(Gateway::Impl& g, Ticket ticket, Call* client) {
   // Usually the decision is made inside submit(), on this thread (the dispatcher combines):
   // then it is taken at once, with no post and no wake-up. Otherwise the master that made it
   // posts it here.
-  Status submitted = g.dispatcher->submit(std::move(ticket), [wait, &g](Result<Placement> decision) {
-    if (std::this_thread::get_id() == wait->thread) {
-      wait->take(g, std::move(decision));
-      return;
-    }
-    asio::post(wait->executor, [wait, &g, decision = std::move(decision)]() mutable {
-      wait->take(g, std::move(decision));
-    });
-  });
+  Status submitted =
+      g.dispatcher->submit(std::move(ticket), [wait, &g](Result<Placement> decision) {
+        if (std::this_thread::get_id() == wait->thread) {
+          wait->take(g, std::move(decision));
+          return;
+        }
+        asio::post(wait->executor, [wait, &g, decision = std::move(decision)]() mutable {
+          wait->take(g, std::move(decision));
+        });
+      });
   if (!submitted) co_return std::move(submitted).error();
   if (wait->result) co_return std::move(*wait->result);
   // The ticket waits in the proxy queue: a client that leaves meanwhile cancels it at once.
@@ -386,7 +414,7 @@ http::Request upstream_request(const Call& call, std::string body) {
   request.method = http::Method::kPost;
   request.target = engine_target(call);  // /v1/completions for a converted chat request
   request.headers.add("Content-Type", "application/json");
-  request.headers.add("X-Request-Id", call.request_id);
+  request.headers.add("X-Request-Id", call.engine_request_id);
   request.body = std::move(body);
   return request;
 }
@@ -407,12 +435,13 @@ Task<void> answer_error(Call& call, int status, std::string message, RequestOutc
 Task<void> answer_no_node(Call& call, const Error& error) {
   call.error = error.to_string();
   if (call.client_gone) {
-    co_await answer_error(call, kClientClosedRequest, error.message, RequestOutcome::kClientDisconnected);
+    co_await answer_error(call, kClientClosedRequest, error.message,
+                          RequestOutcome::kClientDisconnected);
     co_return;
   }
   if (error.code == ErrorCode::kResourceExhausted) {
-    co_await answer_error(call, 429, "the proxy is at capacity; retry later", RequestOutcome::kRejected,
-                          "RateLimitError");
+    co_await answer_error(call, 429, "the proxy is at capacity; retry later",
+                          RequestOutcome::kRejected, "RateLimitError");
   } else if (error.code == ErrorCode::kTimeout) {
     co_await answer_error(call, 503, "no engine was free within the queue timeout",
                           RequestOutcome::kTimeout, "ServiceUnavailableError");
@@ -431,9 +460,19 @@ Task<void> handle_generate(Gateway::Impl& g, http::Request& request, http::Respo
   call.id = g.new_id();
   call.wall = std::chrono::system_clock::now();
   call.life.mark(Stage::kReceived, g.clock.now());
+  // The client's id (checked by the head screen: visible ASCII, at most 256 bytes) is for
+  // logs and echoed back; the engines get an id of ours, unique per call, so that two
+  // clients sending one id can never share (or free) each other's KV on an engine.
+  // The engines' id keeps the client's as a prefix so that engine logs can still be searched
+  // by it (vLLM appends random characters to its internal ids the same way).
   auto given_id = request.headers.get("X-Request-Id");
-  call.request_id = given_id && !given_id->empty() && given_id->size() <= 256 ? std::string(*given_id)
-                                                                              : g.new_request_id();
+  if (given_id && !given_id->empty()) {
+    call.request_id = std::string(*given_id);
+    call.engine_request_id = call.request_id + "-" + g.new_request_id().substr(0, 16);
+  } else {
+    call.request_id = g.new_request_id();
+    call.engine_request_id = call.request_id;
+  }
   call.entry.request_id = call.request_id;
   call.entry.route = std::string(request.path());
   call.entry.life = &call.life;
@@ -442,15 +481,13 @@ Task<void> handle_generate(Gateway::Impl& g, http::Request& request, http::Respo
 
   BadRequest bad;
   ChatBridge chat;  // --chat-to-completions; the legs reach it through call.entry.chat
-  if (!authorised(call)) {
-    co_await answer_error(call, 401, "Unauthorized: a valid API key is required",
-                          RequestOutcome::kClientError, "AuthenticationError");
-  } else if (auto info = inspect_request(request.body, api, &bad); !info) {
+  // Authentication happened on the request head (auth.hpp), before the body was read.
+  if (auto info = inspect_request(request.body, api, &bad); !info) {
     co_await answer_error(call, 400, bad.message, RequestOutcome::kClientError, "BadRequestError",
                           bad.param);
-  } else {
-    call.info = *info;
+  } else if (call.info = *info; co_await take_proxy_owned_fields(call)) {
     if (!chat.begin(call)) read_prompt(call);  // a converted chat request has its ids already
+    bound_max_tokens(call);
     // The prefix lookup itself happens in the scheduler, with the placement.
     call.life.mark(Stage::kTokenized, g.clock.now());
     call.life.mark(Stage::kPrefixMatched, g.clock.now());

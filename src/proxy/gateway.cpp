@@ -40,6 +40,7 @@ http::ServerOptions server_options(const ProxyConfig& c) {
   o.max_header_bytes = c.limits.max_header_bytes;
   o.max_body_bytes = c.limits.max_body_bytes;
   o.idle_timeout = c.timeouts.client_idle;
+  o.write_timeout = c.timeouts.client_write;
   o.shutdown_grace = c.timeouts.shutdown_grace;
   o.server_name = "omni-proxy";
   return o;
@@ -54,20 +55,22 @@ std::vector<NodeSpec> specs_of(const std::vector<NodeEntry>& entries) {
 Status export_gauges(Gateway::Impl& g) {
   Status s = g.registry.gauge_callback(
       "omni_proxy:queue_waiting", "Requests waiting in the proxy for a node.", {},
-      [&g](metrics::Emitter& e) { e.emit({}, static_cast<double>(g.dispatcher->snapshot().waiting)); });
-  if (!s) return s;
-  s = g.registry.gauge_callback("omni_proxy:requests_in_flight", "Requests being served.", {},
-                                [&g](metrics::Emitter& e) {
-                                  e.emit({}, static_cast<double>(g.inflight.size()));
-                                });
+      [&g](metrics::Emitter& e) {
+        e.emit({}, static_cast<double>(g.dispatcher->snapshot().waiting));
+      });
   if (!s) return s;
   s = g.registry.gauge_callback(
-      "omni_proxy:node_outstanding_tokens", "Tokens dispatched to a node and not yet released.",
-      {"pool", "node"}, [&g](metrics::Emitter& e) {
-        for (const NodeStatus& n : g.dispatcher->snapshot().nodes) {
-          e.emit({role_name(n.spec.role), n.spec.name}, static_cast<double>(n.load.outstanding_tokens));
-        }
-      });
+      "omni_proxy:requests_in_flight", "Requests being served.", {},
+      [&g](metrics::Emitter& e) { e.emit({}, static_cast<double>(g.inflight.size())); });
+  if (!s) return s;
+  s = g.registry.gauge_callback("omni_proxy:node_outstanding_tokens",
+                                "Tokens dispatched to a node and not yet released.",
+                                {"pool", "node"}, [&g](metrics::Emitter& e) {
+                                  for (const NodeStatus& n : g.dispatcher->snapshot().nodes) {
+                                    e.emit({role_name(n.spec.role), n.spec.name},
+                                           static_cast<double>(n.load.outstanding_tokens));
+                                  }
+                                });
   if (!s) return s;
   s = g.registry.gauge_callback(
       "omni_proxy:node_running", "Requests running on a node.", {"pool", "node"},
@@ -78,8 +81,9 @@ Status export_gauges(Gateway::Impl& g) {
       });
   if (!s) return s;
   return g.registry.gauge_callback(
-      "omni_proxy:node_usable", "1 when a node takes new requests (up, circuit closed, not draining).",
-      {"pool", "node"}, [&g](metrics::Emitter& e) {
+      "omni_proxy:node_usable",
+      "1 when a node takes new requests (up, circuit closed, not draining).", {"pool", "node"},
+      [&g](metrics::Emitter& e) {
         for (const NodeStatus& n : g.dispatcher->snapshot().nodes) {
           const bool usable = !n.draining && !n.removed &&
                               (n.health == NodeHealth::kUp || n.health == NodeHealth::kTrial);
@@ -186,15 +190,16 @@ thread_local std::unique_ptr<http::Client> t_decode_client;
 
 http::Client& Gateway::Impl::prefill_client(boost::asio::any_io_executor executor) {
   if (!t_prefill_client) {
-    t_prefill_client = std::make_unique<http::Client>(executor, client_options(config, config.timeouts.prefill));
+    t_prefill_client =
+        std::make_unique<http::Client>(executor, client_options(config, config.timeouts.prefill));
   }
   return *t_prefill_client;
 }
 
 http::Client& Gateway::Impl::decode_client(boost::asio::any_io_executor executor) {
   if (!t_decode_client) {
-    t_decode_client =
-        std::make_unique<http::Client>(executor, client_options(config, config.timeouts.decode_idle));
+    t_decode_client = std::make_unique<http::Client>(
+        executor, client_options(config, config.timeouts.decode_idle));
   }
   return *t_decode_client;
 }
@@ -223,8 +228,8 @@ Result<std::unique_ptr<Gateway>> Gateway::create(ProxyConfig config) {
     impl->chat = std::move(*chat);
   }
   if (Status s = impl->access_log.open(impl->config.access_log); !s) return std::move(s).error();
-  impl->random_state = static_cast<std::uint64_t>(
-      std::chrono::steady_clock::now().time_since_epoch().count());
+  impl->random_state =
+      static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   SchedulerOptions options = scheduler_options(impl->config);
   options.observer = &impl->prefix_lookups;
   impl->dispatcher = std::make_unique<Dispatcher>(
@@ -237,7 +242,16 @@ Result<std::unique_ptr<Gateway>> Gateway::create(ProxyConfig config) {
   Status prefix = export_prefix_metrics(impl->registry, *impl->dispatcher, impl->prefix_lookups);
   if (!prefix) return std::move(prefix).error();
   impl->kv_feeds = std::make_unique<KvEventFeeds>(*impl->dispatcher);
-  impl->server = std::make_unique<http::Server>(server_options(impl->config), make_handler(*impl));
+  impl->access.api_keys = Credentials(impl->config.api_keys);
+  if (impl->config.admin_token) impl->access.admin = Credentials({*impl->config.admin_token});
+  http::ServerHooks hooks;
+  Gateway::Impl* gp = impl.get();
+  hooks.screen_head = [gp](const http::Request& head) {
+    return screen_request_head(gp->access, head);
+  };
+  hooks.on_refused = [gp](const http::RefusedRequest& refused) { log_refused(*gp, refused); };
+  impl->server = std::make_unique<http::Server>(server_options(impl->config), make_handler(*impl),
+                                                std::move(hooks));
   return std::unique_ptr<Gateway>(new Gateway(std::move(impl)));
 }
 

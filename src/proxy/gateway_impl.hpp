@@ -14,9 +14,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "auth.hpp"
 #include "chat_bridge.hpp"
 #include "dispatcher.hpp"
 #include "kv_feed.hpp"
+#include "model_catalog.hpp"
 #include "omni/http/client.hpp"
 #include "omni/http/server.hpp"
 #include "omni/proxy/gateway.hpp"
@@ -78,17 +80,34 @@ class AccessLog {
   bool owned_ = false;
 };
 
+// What the access log says about a request without a Call (models, admin, 404/405) or one
+// the HTTP server refused itself.
+struct PlainRequestLog {
+  std::chrono::system_clock::time_point wall{};
+  std::string_view request_id;
+  std::string_view remote;
+  std::string_view method;
+  std::string_view target;
+  int status = 0;
+  std::string_view outcome;  // "success", "client_error", "refused", ...
+  std::string_view reason;
+  std::uint64_t bytes_out = 0;
+  Duration elapsed{};
+};
+
 struct Gateway::Impl {
   ProxyConfig config;
+  AccessRules access;  // API keys and the admin token, checked on request heads
   SteadyClock clock;
   metrics::Registry registry;
   ProxyMetrics metrics;
   std::unique_ptr<Dispatcher> dispatcher;
-  std::unique_ptr<PromptReader> prompts;     // tokens and block hashes of each prompt
-  std::unique_ptr<ChatToCompletions> chat;   // --chat-to-completions; null when off
-  PrefixLookupMetrics prefix_lookups;        // the Scheduler's observer
-  std::unique_ptr<KvEventFeeds> kv_feeds;    // engines' KV events into the prefix index
+  std::unique_ptr<PromptReader> prompts;    // tokens and block hashes of each prompt
+  std::unique_ptr<ChatToCompletions> chat;  // --chat-to-completions; null when off
+  PrefixLookupMetrics prefix_lookups;       // the Scheduler's observer
+  std::unique_ptr<KvEventFeeds> kv_feeds;   // engines' KV events into the prefix index
   NodeDirectory directory;
+  ModelCatalog models;  // each engine's /v1/models (the health checker keeps it)
   Inflight inflight;
   AccessLog access_log;
   std::unique_ptr<http::Server> server;
@@ -106,6 +125,12 @@ struct Gateway::Impl {
   std::atomic<bool> health_stop{false};
 
   std::uint64_t new_id() { return next_id.fetch_add(1, std::memory_order_relaxed); }
+  // The context length admission assumes for requests without a max_tokens bound.
+  std::uint64_t max_model_len() const {
+    if (config.limits.max_model_len > 0) return config.limits.max_model_len;
+    const std::uint64_t learned = models.max_model_len();
+    return learned > 0 ? learned : config.limits.fallback_max_model_len;
+  }
   // splitmix64 over an atomic counter: cheap, thread-safe, good enough for ids and rooms.
   std::uint64_t random64();
   std::string new_request_id();
@@ -121,13 +146,17 @@ http::Handler make_handler(Gateway::Impl& gateway);
 Task<void> handle_generate(Gateway::Impl& gateway, http::Request& request,
                            http::ResponseWriter& writer, Api api);
 // Admin API under /admin/.
-Task<void> handle_admin(Gateway::Impl& gateway, http::Request& request, http::ResponseWriter& writer);
+Task<void> handle_admin(Gateway::Impl& gateway, http::Request& request,
+                        http::ResponseWriter& writer);
 // Starts / stops the active health checker thread.
 void start_health_checks(Gateway::Impl& gateway);
 void stop_health_checks(Gateway::Impl& gateway);
 
-// Bearer token of a request, if any.
-std::optional<std::string_view> bearer_token(const http::Request& request);
 http::Response json_response(int status, std::string body);
+
+// The access-log line and the status metric of a request without a Call.
+void log_plain_request(Gateway::Impl& g, const PlainRequestLog& entry);
+// The same for a request the HTTP server answered itself (ServerHooks::on_refused).
+void log_refused(Gateway::Impl& g, const http::RefusedRequest& refused);
 
 }  // namespace omni::proxy

@@ -68,6 +68,22 @@ Task<void> scrape_load(Gateway::Impl& g, http::Client& client, const std::string
   (void)g.dispatcher->post([name, load](Scheduler& s) { s.report_engine_load(name, load); });
 }
 
+// An engine's model list, when it was never fetched or is older than this: the catalog
+// follows a reloaded or restarted engine within a minute.
+constexpr Duration kModelsRefresh = std::chrono::seconds(60);
+
+Task<void> refresh_models(Gateway::Impl& g, http::Client& client, const std::string& name,
+                          const http::Endpoint& to) {
+  const auto fetched = g.models.fetched_at(name);
+  if (fetched && g.clock.now() - *fetched < kModelsRefresh) co_return;
+  http::Request request;
+  request.method = http::Method::kGet;
+  request.target = "/v1/models";
+  auto answer = co_await client.send(to, std::move(request));
+  if (!answer || answer->status != 200) co_return;
+  if (auto list = parse_models(answer->body)) g.models.store(name, std::move(*list), g.clock.now());
+}
+
 Task<void> probe_loop(Gateway::Impl& g, asio::io_context& io) {
   http::ClientOptions options;
   options.connect_timeout = g.config.health.timeout;
@@ -88,7 +104,9 @@ Task<void> probe_loop(Gateway::Impl& g, asio::io_context& io) {
       auto answer = co_await client.send(to, std::move(probe));
       const bool healthy = answer && answer->status == 200;
       g.dispatcher->probe(node.id, healthy);
-      if (healthy && g.config.health.engine_metrics) co_await scrape_load(g, client, node.spec.name, to);
+      if (!healthy) continue;
+      co_await refresh_models(g, client, node.spec.name, to);
+      if (g.config.health.engine_metrics) co_await scrape_load(g, client, node.spec.name, to);
     }
     timer.expires_after(g.config.health.interval);
     (void)co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));

@@ -109,18 +109,26 @@ struct AcceptAll {
   bool on_object_end(std::size_t, error_code&) { return self().end(), true; }
   bool on_array_begin(error_code&) { return self().begin(Kind::kArray), true; }
   bool on_array_end(std::size_t, error_code&) { return self().end(), true; }
-  bool on_key_part(json::string_view s, std::size_t, error_code&) { return self().key_part(s), true; }
+  bool on_key_part(json::string_view s, std::size_t, error_code&) {
+    return self().key_part(s), true;
+  }
   bool on_key(json::string_view s, std::size_t, error_code&) { return self().key(s), true; }
   bool on_string_part(json::string_view s, std::size_t n, error_code&) {
     return self().string_part(s, n), true;
   }
-  bool on_string(json::string_view s, std::size_t n, error_code&) { return self().string(s, n), true; }
+  bool on_string(json::string_view s, std::size_t n, error_code&) {
+    return self().string(s, n), true;
+  }
   bool on_number_part(json::string_view, error_code&) { return true; }
   bool on_int64(std::int64_t v, json::string_view, error_code&) {
     return self().integer(v >= 0, static_cast<std::uint64_t>(v)), true;
   }
-  bool on_uint64(std::uint64_t v, json::string_view, error_code&) { return self().integer(true, v), true; }
-  bool on_double(double, json::string_view, error_code&) { return self().scalar(Kind::kDouble), true; }
+  bool on_uint64(std::uint64_t v, json::string_view, error_code&) {
+    return self().integer(true, v), true;
+  }
+  bool on_double(double, json::string_view, error_code&) {
+    return self().scalar(Kind::kDouble), true;
+  }
   bool on_bool(bool b, error_code&) { return self().boolean(b), true; }
   bool on_null(error_code&) { return self().scalar(Kind::kNull), true; }
   bool on_comment_part(json::string_view, error_code&) { return true; }
@@ -210,6 +218,7 @@ class RequestScan : public AcceptAll<RequestScan> {
       whole = key_buffer_;
     }
     key_ = member_of(whole);
+    if (depth_ == 1 && key_ == Target::kNone) note_owned(whole);
     key_buffer_.clear();
   }
 
@@ -246,11 +255,32 @@ class RequestScan : public AcceptAll<RequestScan> {
  private:
   // What a value is, by its place: a member of a container that matters, or nothing.
   enum class Target : std::uint8_t {
-    kRoot, kNone, kStream, kStreamOptions, kModel, kPrompt, kMessages, kMaxTokens,
-    kMaxCompletionTokens, kIncludeUsage, kPromptItem, kMessage, kContent, kPart, kText,
+    kRoot,
+    kNone,
+    kStream,
+    kStreamOptions,
+    kModel,
+    kPrompt,
+    kMessages,
+    kMaxTokens,
+    kMaxCompletionTokens,
+    kIncludeUsage,
+    kPromptItem,
+    kMessage,
+    kContent,
+    kPart,
+    kText,
   };
   enum class Frame : std::uint8_t {
-    kNone, kSkipped, kTop, kStreamOptions, kPrompt, kMessages, kMessage, kParts, kPart,
+    kNone,
+    kSkipped,
+    kTop,
+    kStreamOptions,
+    kPrompt,
+    kMessages,
+    kMessage,
+    kParts,
+    kPart,
   };
 
   // The member a key names in the current object (only the few that matter).
@@ -265,7 +295,8 @@ class RequestScan : public AcceptAll<RequestScan> {
         if (key == "max_tokens") return Target::kMaxTokens;
         if (key == "max_completion_tokens") return Target::kMaxCompletionTokens;
         return Target::kNone;
-      case Frame::kStreamOptions: return key == "include_usage" ? Target::kIncludeUsage : Target::kNone;
+      case Frame::kStreamOptions:
+        return key == "include_usage" ? Target::kIncludeUsage : Target::kNone;
       case Frame::kMessage: return key == "content" ? Target::kContent : Target::kNone;
       case Frame::kPart: return key == "text" ? Target::kText : Target::kNone;
       default: return Target::kNone;
@@ -289,9 +320,7 @@ class RequestScan : public AcceptAll<RequestScan> {
     switch (target) {
       case Target::kRoot: return object ? Frame::kTop : Frame::kSkipped;
       case Target::kStreamOptions: return object ? Frame::kStreamOptions : Frame::kSkipped;
-      case Target::kPrompt:
-        prompt_nesting_ = 0;
-        return object ? Frame::kSkipped : Frame::kPrompt;
+      case Target::kPrompt: prompt_nesting_ = 0; return object ? Frame::kSkipped : Frame::kPrompt;
       case Target::kPromptItem:
         if (object) return Frame::kSkipped;
         ++prompt_nesting_;  // nested lists add up into the same prompt
@@ -301,6 +330,13 @@ class RequestScan : public AcceptAll<RequestScan> {
       case Target::kContent: return object ? Frame::kSkipped : Frame::kParts;
       case Target::kPart: return object ? Frame::kPart : Frame::kSkipped;
       default: return Frame::kSkipped;
+    }
+  }
+
+  void note_owned(std::string_view key) {
+    const auto keys = proxy_owned_keys();
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (key == keys[i]) fields.proxy_owned |= 1u << i;
     }
   }
 
@@ -314,6 +350,8 @@ class RequestScan : public AcceptAll<RequestScan> {
       case Target::kModel: fields.model = kind; break;
       case Target::kPrompt: fields.prompt = kind; break;
       case Target::kMessages: fields.messages = kind; break;
+      case Target::kMaxTokens: fields.max_tokens_kind = kind; break;
+      case Target::kMaxCompletionTokens: fields.max_completion_tokens_kind = kind; break;
       default: break;
     }
   }
@@ -356,13 +394,26 @@ class RequestScan : public AcceptAll<RequestScan> {
   std::size_t prompt_nesting_ = 0;  // lists inside the prompt list
   bool root_seen_ = false;
   Target key_ = Target::kNone;
-  std::string key_buffer_;          // a key that arrives in pieces (escapes)
+  std::string key_buffer_;  // a key that arrives in pieces (escapes)
   bool usage_ = false;
   std::uint64_t content_tokens_ = 0;
   std::uint64_t part_tokens_ = 0;
 };
 
 }  // namespace
+
+std::span<const std::string_view> proxy_owned_keys() noexcept {
+  // vLLM's NixlConnector field, SGLang's bootstrap triple and its prefill DP-rank hint, and
+  // the body-level request ids of vLLM (request_id) and SGLang (rid).
+  static constexpr std::array<std::string_view, 7> kKeys = {"kv_transfer_params",
+                                                            "bootstrap_host",
+                                                            "bootstrap_port",
+                                                            "bootstrap_room",
+                                                            "disagg_prefill_dp_rank",
+                                                            "request_id",
+                                                            "rid"};
+  return kKeys;
+}
 
 Result<bool> validate_json(std::string_view text, std::size_t max_depth) {
   json::basic_parser<RootKind> parser(options_with_depth(max_depth));

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,12 +40,20 @@ struct RequestFields {
   Kind model = Kind::kAbsent;
   std::string model_value;
   Kind prompt = Kind::kAbsent;
-  std::uint64_t prompt_tokens = 0;    // strings by text_tokens, integers one each, lists summed
+  std::uint64_t prompt_tokens = 0;  // strings by text_tokens, integers one each, lists summed
   Kind messages = Kind::kAbsent;
-  std::uint64_t message_tokens = 0;   // content strings and the text of content parts
-  std::optional<std::uint64_t> max_tokens;             // when a non-negative integer
+  std::uint64_t message_tokens = 0;         // content strings and the text of content parts
+  std::optional<std::uint64_t> max_tokens;  // when a non-negative integer
   std::optional<std::uint64_t> max_completion_tokens;  // when a non-negative integer
+  Kind max_tokens_kind = Kind::kAbsent;                // to tell null from absent
+  Kind max_completion_tokens_kind = Kind::kAbsent;
+  std::uint32_t proxy_owned = 0;  // top-level members the proxy owns: bits of proxy_owned_keys()
 };
+
+// The top-level request members that belong to the PD protocol (or name an engine's own
+// request id) and must never come from a client; bit i of RequestFields::proxy_owned is
+// element i.
+std::span<const std::string_view> proxy_owned_keys() noexcept;
 // One validating pass over `body`; errors as validate_json().
 Result<RequestFields> scan_request(std::string_view body, std::size_t max_depth);
 

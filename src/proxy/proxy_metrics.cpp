@@ -26,8 +26,8 @@ Result<metrics::Counter*> plain_counter(metrics::Registry& registry, std::string
 
 std::string_view outcome_name(RequestOutcome outcome) noexcept {
   static constexpr std::array<std::string_view, kOutcomeCount> kNames = {
-      "success", "client_error", "rejected", "timeout", "upstream_error", "stream_error",
-      "client_disconnected"};
+      "success",        "client_error", "rejected",           "timeout",
+      "upstream_error", "stream_error", "client_disconnected"};
   return kNames[static_cast<std::size_t>(outcome)];
 }
 
@@ -45,9 +45,9 @@ std::string_view stage_pool(Stage stage) noexcept {
 
 Result<ProxyMetrics> ProxyMetrics::create(metrics::Registry& registry) {
   ProxyMetrics m;
-  auto requests = registry.counter("omni_proxy:requests_total",
-                                   "Requests by route and their one final outcome.",
-                                   {"route", "outcome"});
+  auto requests =
+      registry.counter("omni_proxy:requests_total",
+                       "Requests by route and their one final outcome.", {"route", "outcome"});
   if (!requests) return std::move(requests).error();
   constexpr std::array<std::string_view, kRouteCount> kRoutes = {"/v1/completions",
                                                                  "/v1/chat/completions"};
@@ -74,7 +74,8 @@ Result<ProxyMetrics> ProxyMetrics::create(metrics::Registry& registry) {
     std::string_view help;
   };
   const H histograms[] = {
-      {&m.ttft, "omni_proxy:time_to_first_token_seconds", "Request received to first output event."},
+      {&m.ttft, "omni_proxy:time_to_first_token_seconds",
+       "Request received to first output event."},
       {&m.tpot, "omni_proxy:time_per_output_token_seconds", "Mean time between output events."},
       {&m.e2e, "omni_proxy:e2e_request_latency_seconds", "Request received to its last byte."},
       {&m.scheduling_latency, "omni_proxy:scheduling_latency_seconds",
@@ -97,7 +98,8 @@ Result<ProxyMetrics> ProxyMetrics::create(metrics::Registry& registry) {
       {&m.decode_retries, "omni_proxy:retries_total", "Legs retried on another node.", "decode"},
       {&m.prefill_errors, "omni_proxy:upstream_errors_total", "Failed engine calls.", "prefill"},
       {&m.decode_errors, "omni_proxy:upstream_errors_total", "Failed engine calls.", "decode"},
-      {&m.relayed_events, "omni_proxy:relayed_events_total", "SSE events relayed to clients.", "decode"},
+      {&m.relayed_events, "omni_proxy:relayed_events_total", "SSE events relayed to clients.",
+       "decode"},
       {&m.cancelled_legs, "omni_proxy:cancelled_legs_total",
        "Engine calls cancelled (client gone, or the other PD leg failed).", "any"},
   };
@@ -108,17 +110,67 @@ Result<ProxyMetrics> ProxyMetrics::create(metrics::Registry& registry) {
   }
   auto converted = registry.counter("omni_proxy:chat_converted_requests_total",
                                     "Chat requests sent to the engines as completions requests "
-                                    "(--chat-to-completions).", {});
+                                    "(--chat-to-completions).",
+                                    {});
   if (!converted) return std::move(converted).error();
   auto converted_child = (*converted)->with({});
   if (!converted_child) return std::move(converted_child).error();
   m.chat_converted = *converted_child;
   auto not_converted = registry.counter("omni_proxy:chat_not_converted_requests_total",
                                         "Chat requests forwarded as chat under "
-                                        "--chat-to-completions, by the reason.", {"reason"});
+                                        "--chat-to-completions, by the reason.",
+                                        {"reason"});
   if (!not_converted) return std::move(not_converted).error();
   m.chat_not_converted = *not_converted;
+  auto pd_fields = registry.counter("omni_proxy:client_pd_fields_total",
+                                    "Requests whose client-supplied PD fields (kv_transfer_params, "
+                                    "bootstrap_*, engine request ids) were stripped or refused.",
+                                    {"action"});
+  if (!pd_fields) return std::move(pd_fields).error();
+  m.client_pd_fields = *pd_fields;
+  auto responses = registry.counter("omni_proxy:http_responses_total",
+                                    "Responses sent, by route and HTTP status (handlers, the "
+                                    "router and the HTTP server's own refusals).",
+                                    {"route", "code"});
+  if (!responses) return std::move(responses).error();
+  m.responses = std::make_shared<ResponseCounter>(*responses);
   return m;
+}
+
+RouteLabel route_label(std::string_view path) noexcept {
+  if (path == "/v1/completions") return RouteLabel::kCompletions;
+  if (path == "/v1/chat/completions") return RouteLabel::kChatCompletions;
+  if (path == "/v1/models") return RouteLabel::kModels;
+  if (path == "/health") return RouteLabel::kHealth;
+  if (path == "/ready") return RouteLabel::kReady;
+  if (path == "/metrics") return RouteLabel::kMetrics;
+  if (path.substr(0, 7) == "/admin/") return RouteLabel::kAdmin;
+  return RouteLabel::kOther;
+}
+
+std::string_view route_label_name(RouteLabel route) noexcept {
+  static constexpr std::array<std::string_view, kRouteLabelCount> kNames = {
+      "/v1/completions", "/v1/chat/completions",
+      "/v1/models",      "/health",
+      "/ready",          "/metrics",
+      "/admin",          "other",
+      "unparsed"};
+  return kNames[static_cast<std::size_t>(route)];
+}
+
+void ResponseCounter::count(RouteLabel route, int status) {
+  if (!family_ || status == 0) return;  // 0: nothing was sent (the client left first)
+  if (status < kFirst || status >= kFirst + kStatuses) status = 599;
+  auto& slot =
+      children_[static_cast<std::size_t>(route)][static_cast<std::size_t>(status - kFirst)];
+  metrics::Counter* child = slot.load(std::memory_order_acquire);
+  if (!child) {
+    auto made = family_->with({route_label_name(route), std::to_string(status)});
+    if (!made) return;
+    child = *made;
+    slot.store(child, std::memory_order_release);
+  }
+  child->inc();
 }
 
 }  // namespace omni::proxy

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <array>
+#include <atomic>
+#include <memory>
 #include <string_view>
 
 #include "omni/metrics/metrics.hpp"
@@ -26,6 +28,37 @@ std::string_view outcome_name(RequestOutcome outcome) noexcept;
 enum class RouteId : std::uint8_t { kCompletions, kChatCompletions };
 inline constexpr std::size_t kRouteCount = 2;
 
+// Every response the proxy sends, by route and HTTP status, whoever produced it (a handler,
+// the router's 404/405, or the HTTP server's own refusals): omni_proxy:http_responses_total.
+// The route label is one of a fixed set, so its cardinality is bounded; each (route, status)
+// child is looked up once, then updated lock-free.
+enum class RouteLabel : std::uint8_t {
+  kCompletions,
+  kChatCompletions,
+  kModels,
+  kHealth,
+  kReady,
+  kMetrics,
+  kAdmin,
+  kOther,
+  kUnparsed,  // refused before the request line was read
+};
+inline constexpr std::size_t kRouteLabelCount = 9;
+RouteLabel route_label(std::string_view path) noexcept;
+std::string_view route_label_name(RouteLabel route) noexcept;
+
+class ResponseCounter {
+ public:
+  explicit ResponseCounter(metrics::CounterFamily* family = nullptr) : family_(family) {}
+  void count(RouteLabel route, int status);
+
+ private:
+  static constexpr int kFirst = 100;
+  static constexpr int kStatuses = 500;  // 100..599
+  metrics::CounterFamily* family_;
+  std::array<std::array<std::atomic<metrics::Counter*>, kStatuses>, kRouteLabelCount> children_{};
+};
+
 struct ProxyMetrics {
   std::array<std::array<metrics::Counter*, kOutcomeCount>, kRouteCount> requests{};
   std::array<metrics::Histogram*, kStageCount> stage_seconds{};
@@ -44,6 +77,10 @@ struct ProxyMetrics {
   // by the reason they stayed chat.
   metrics::Counter* chat_converted = nullptr;
   metrics::CounterFamily* chat_not_converted = nullptr;
+  // Client-supplied PD fields (kv_transfer_params, bootstrap_*) stripped or refused.
+  metrics::CounterFamily* client_pd_fields = nullptr;
+  // Shared: the array of children is large and its address is taken by the hooks.
+  std::shared_ptr<ResponseCounter> responses;
 
   static Result<ProxyMetrics> create(metrics::Registry& registry);
 };

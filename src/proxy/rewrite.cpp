@@ -35,7 +35,8 @@ Result<RequestInfo> inspect_request(std::string_view body, Api api, BadRequest* 
 
   RequestInfo info;
   if (fields.stream != Kind::kAbsent && fields.stream != Kind::kNull) {
-    if (fields.stream != Kind::kBool) return bad_request(bad, "'stream' must be a boolean", "stream");
+    if (fields.stream != Kind::kBool)
+      return bad_request(bad, "'stream' must be a boolean", "stream");
     info.stream = fields.stream_value;
   }
   info.include_usage = fields.include_usage;
@@ -57,9 +58,50 @@ Result<RequestInfo> inspect_request(std::string_view body, Api api, BadRequest* 
     info.prompt_tokens = fields.message_tokens;
     info.max_tokens = kChatDefaultMaxTokens;
   }
+  // vLLM: completions default to 16 when max_tokens is absent, but an explicit null means "no
+  // bound"; chat has no default at all. max_completion_tokens wins over max_tokens.
+  const bool completions = api == Api::kCompletions;
+  const bool bounded_by_max_tokens =
+      fields.max_tokens.has_value() || (completions && fields.max_tokens_kind == Kind::kAbsent);
+  info.max_tokens_unbounded = !fields.max_completion_tokens && !bounded_by_max_tokens;
   if (fields.max_tokens) info.max_tokens = *fields.max_tokens;
   if (fields.max_completion_tokens) info.max_tokens = *fields.max_completion_tokens;
+  info.proxy_owned_fields = fields.proxy_owned;
   return info;
+}
+
+std::string proxy_owned_field_names(std::uint32_t fields) {
+  std::string names;
+  const auto keys = detail::proxy_owned_keys();
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if ((fields & (1u << i)) == 0) continue;
+    if (!names.empty()) names += ",";
+    names += keys[i];
+  }
+  return names;
+}
+
+Result<std::string> strip_proxy_owned(std::string_view body) {
+  std::vector<JsonEdit> edits;
+  for (const std::string_view key : detail::proxy_owned_keys()) {
+    edits.push_back({std::string(key), std::nullopt});
+  }
+  return edit_object(body, edits);
+}
+
+std::optional<std::string> hide_transfer_params(std::string_view response_body) {
+  // Cheap test first: almost every answer has no such member, or a null one.
+  if (response_body.find("\"kv_transfer_params\"") == std::string_view::npos) return std::nullopt;
+  auto members = scan_object(response_body);
+  if (!members) return std::nullopt;
+  bool exposed = false;
+  for (const JsonMember& member : *members) {
+    exposed = exposed || (member.key == "kv_transfer_params" && member.value != "null");
+  }
+  if (!exposed) return std::nullopt;
+  auto hidden = edit_object(response_body, {JsonEdit{"kv_transfer_params", "null"}});
+  if (!hidden) return std::nullopt;
+  return std::move(*hidden);
 }
 
 Result<std::vector<JsonMember>> scan_object(std::string_view json_text) {

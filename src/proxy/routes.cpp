@@ -1,10 +1,13 @@
 // The proxy's routes other than generation: probes, metrics, the model list.
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
-#include <set>
+
+#include "recording_writer.hpp"
 
 #include "gateway_impl.hpp"
+#include "model_catalog.hpp"
 
 namespace omni::proxy {
 namespace {
@@ -39,56 +42,84 @@ Task<void> metrics_route(Gateway::Impl& g, http::ResponseWriter& writer) {
   (void)co_await writer.send(std::move(response));
 }
 
-// /v1/models aggregated from the pools: the union by id of what each engine serves.
+std::vector<std::string> node_names(const std::vector<NodeEntry>& nodes) {
+  std::vector<std::string> names;
+  names.reserve(nodes.size());
+  for (const NodeEntry& node : nodes) names.push_back(node.spec.name);
+  return names;
+}
+
+// /v1/models: the union by id of what the engines serve, from the catalog the health checker
+// keeps (model_catalog.hpp). Engines not known yet are asked now, one after the other within
+// one short deadline (timeouts.models), each call aborted when it runs out: a stalled engine
+// delays the answer by that much at most, once.
 Task<void> models(Gateway::Impl& g, http::Request& request, http::ResponseWriter& writer) {
+  const std::vector<NodeEntry> nodes = g.directory.all();
   auto executor = co_await asio::this_coro::executor;
   http::Client& client = g.decode_client(executor);
-  json::array data;
-  std::set<std::string> seen;
-  bool any_answered = false;
-  for (const NodeEntry& node : g.directory.all()) {
+  const TimePoint deadline = g.clock.now() + g.config.timeouts.models;
+  for (const NodeEntry& node : nodes) {
+    if (g.models.fetched_at(node.spec.name)) continue;
+    const TimePoint now = g.clock.now();
+    if (now >= deadline) break;
     http::Request ask;
     ask.method = http::Method::kGet;
     ask.target = "/v1/models";
-    if (auto id = request.headers.get("X-Request-Id")) ask.headers.add("X-Request-Id", std::string(*id));
-    const http::Endpoint to{node.host, node.port};
-    auto answer = co_await client.send(to, std::move(ask));
+    if (auto id = request.headers.get("X-Request-Id"))
+      ask.headers.add("X-Request-Id", std::string(*id));
+    http::Abort abort;
+    asio::steady_timer timer(executor);
+    timer.expires_after(deadline - now);
+    timer.async_wait([&abort](const boost::system::error_code& ec) {
+      if (!ec) abort.abort();
+    });
+    auto answer =
+        co_await client.send(http::Endpoint{node.host, node.port}, std::move(ask), &abort);
+    timer.cancel();
     if (!answer || answer->status != 200) continue;
-    boost::system::error_code ec;
-    json::value parsed = json::parse(answer->body, ec);
-    if (ec || !parsed.is_object()) continue;
-    any_answered = true;
-    const json::value* list = parsed.get_object().if_contains("data");
-    if (!list || !list->is_array()) continue;
-    for (const json::value& model : list->get_array()) {
-      const json::value* id = model.is_object() ? model.get_object().if_contains("id") : nullptr;
-      if (!id || !id->is_string() || !seen.insert(std::string(id->get_string())).second) continue;
-      data.push_back(model);
-    }
+    if (auto list = parse_models(answer->body))
+      g.models.store(node.spec.name, std::move(*list), g.clock.now());
   }
-  if (!any_answered) {
-    http::Response response = http::error_response(503, "no engine answered /v1/models", "ServiceUnavailableError");
+  auto body = g.models.union_body(node_names(nodes));
+  if (!body) {
+    http::Response response =
+        http::error_response(503, "no engine answered /v1/models", "ServiceUnavailableError");
     (void)co_await writer.send(std::move(response));
     co_return;
   }
-  json::object body;
-  body["object"] = "list";
-  body["data"] = std::move(data);
-  http::Response response = json_response(200, json::serialize(body));
+  http::Response response = json_response(200, std::move(*body));
   (void)co_await writer.send(std::move(response));
 }
 
-}  // namespace
-
-std::optional<std::string_view> bearer_token(const http::Request& request) {
-  auto header = request.headers.get("Authorization");
-  if (!header) return std::nullopt;
-  constexpr std::string_view kPrefix = "Bearer ";
-  if (header->size() <= kPrefix.size() || !http::iequals(header->substr(0, kPrefix.size()), kPrefix)) {
-    return std::nullopt;
+// Every route but generation goes through here: one access-log line (probes and metrics
+// scrapes excepted, as they would drown it) and the status metric, whatever answered —
+// a route, or the router's 404/405.
+Task<void> logged(Gateway::Impl& g, const http::Handler& routes, http::Request& request,
+                  http::ResponseWriter& writer) {
+  const auto wall = std::chrono::system_clock::now();
+  const TimePoint started = g.clock.now();
+  RecordingWriter recorder(writer);
+  co_await routes(request, recorder);
+  const RouteLabel route = route_label(request.path());
+  if (route == RouteLabel::kHealth || route == RouteLabel::kReady ||
+      route == RouteLabel::kMetrics) {
+    g.metrics.responses->count(route, recorder.status());
+    co_return;
   }
-  return header->substr(kPrefix.size());
+  PlainRequestLog entry;
+  entry.wall = wall;
+  if (auto id = request.headers.get("X-Request-Id")) entry.request_id = *id;
+  entry.remote = request.remote;
+  entry.method = http::method_name(request.method);
+  entry.target = request.target;
+  entry.status = recorder.status();
+  entry.outcome = recorder.status() < 400 ? "success" : "client_error";
+  entry.bytes_out = recorder.bytes();
+  entry.elapsed = g.clock.now() - started;
+  log_plain_request(g, entry);
 }
+
+}  // namespace
 
 http::Response json_response(int status, std::string body) {
   http::Response response;
@@ -101,6 +132,7 @@ http::Response json_response(int status, std::string body) {
 http::Handler make_handler(Gateway::Impl& g) {
   http::Router router;
   auto* gp = &g;
+  // Reached through the router only by methods other than POST: they make it answer 405.
   router.add(http::Method::kPost, "/v1/completions",
              [gp](http::Request& r, http::ResponseWriter& w) -> Task<void> {
                co_await handle_generate(*gp, r, w, Api::kCompletions);
@@ -110,12 +142,17 @@ http::Handler make_handler(Gateway::Impl& g) {
                co_await handle_generate(*gp, r, w, Api::kChatCompletions);
              });
   router.add(http::Method::kGet, "/v1/models",
-             [gp](http::Request& r, http::ResponseWriter& w) -> Task<void> { co_await models(*gp, r, w); });
+             [gp](http::Request& r, http::ResponseWriter& w) -> Task<void> {
+               co_await models(*gp, r, w);
+             });
   router.add(http::Method::kGet, "/health", health);
-  router.add(http::Method::kGet, "/ready",
-             [gp](http::Request&, http::ResponseWriter& w) -> Task<void> { co_await ready(*gp, w); });
+  router.add(
+      http::Method::kGet, "/ready",
+      [gp](http::Request&, http::ResponseWriter& w) -> Task<void> { co_await ready(*gp, w); });
   router.add(http::Method::kGet, "/metrics",
-             [gp](http::Request&, http::ResponseWriter& w) -> Task<void> { co_await metrics_route(*gp, w); });
+             [gp](http::Request&, http::ResponseWriter& w) -> Task<void> {
+               co_await metrics_route(*gp, w);
+             });
   auto admin = [gp](http::Request& r, http::ResponseWriter& w) -> Task<void> {
     co_await handle_admin(*gp, r, w);
   };
@@ -123,7 +160,19 @@ http::Handler make_handler(Gateway::Impl& g) {
   router.add(http::Method::kGet, "/admin/nodes", admin);
   router.add(http::Method::kPost, "/admin/drain", admin);
   router.add(http::Method::kPost, "/admin/reload", admin);
-  return router.handler();
+  // The generation routes first, without the router: they are nearly every request, and
+  // their Call writes their log line and metrics itself.
+  return [gp, routes = router.handler()](http::Request& r, http::ResponseWriter& w) -> Task<void> {
+    if (r.method == http::Method::kPost) {
+      const std::string_view path = r.path();
+      if (path == "/v1/completions")
+        co_return co_await handle_generate(*gp, r, w, Api::kCompletions);
+      if (path == "/v1/chat/completions") {
+        co_return co_await handle_generate(*gp, r, w, Api::kChatCompletions);
+      }
+    }
+    co_await logged(*gp, routes, r, w);
+  };
 }
 
 }  // namespace omni::proxy

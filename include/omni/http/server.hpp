@@ -12,7 +12,14 @@
 //           cancelled → threads joined.
 //
 // Malformed requests get 400, oversized heads 431, oversized bodies 413, slow clients 408,
-// unknown methods 501; the connection is then closed cleanly. Handlers never see them.
+// unknown methods and transfer codings 501; the connection is then closed cleanly. Handlers
+// never see them (ServerHooks::on_refused does). Framing follows RFC 9112 strictly (see
+// request_parse.hpp): a request whose length two parsers could read differently is refused,
+// never served as two messages.
+//
+// At max_connections the server closes its oldest idle connection (waiting for a request,
+// no byte received) to take the new one, as nginx does; only when none is idle does the new
+// client get 503, so idle keep-alive clients cannot lock probes out.
 #pragma once
 
 #include <chrono>
@@ -20,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -65,6 +73,31 @@ class ResponseWriter {
 // and close the connection.
 using Handler = std::function<Task<void>(Request& request, ResponseWriter& writer)>;
 
+// A response the server sent (or a connection it refused) without a handler answering it.
+struct RefusedRequest {
+  int status = 0;
+  std::string_view reason;  // why, in words
+  std::string_view remote;  // "127.0.0.1:53412"
+  // From the request head; kUnknown and empty when the head was never parsed.
+  Method method = Method::kUnknown;
+  std::string_view target;
+  const Headers* headers = nullptr;  // null when the head was never parsed
+  Duration elapsed{};                // from the first byte of the request (or the accept)
+};
+
+// Optional callbacks into the application; each runs on the connection's I/O thread and must
+// not block. Set before start().
+struct ServerHooks {
+  // Runs once a request head is parsed, before its body is read and before any
+  // "100 Continue": a Response returned is sent instead (with Connection: close), so a client
+  // refused on its head alone (authentication) never gets to send a body. `head` has no body.
+  std::function<std::optional<Response>(const Request& head)> screen_head;
+  // Runs for every response the server sends on its own (400, 408, 413, 431, 501, 503 at the
+  // connection cap, 500 for a handler that answered nothing, a screened head), so that they
+  // reach the access log and metrics like handled requests.
+  std::function<void(const RefusedRequest&)> on_refused;
+};
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;  // 0: an ephemeral port, see Server::port()
@@ -88,11 +121,14 @@ struct ServerStats {
   std::uint64_t requests = 0;      // handed to the handler
   std::uint64_t bad_requests = 0;  // 400/413/431/501 answered by the server itself
   std::uint64_t timeouts = 0;      // 408 or a write timeout
+  std::uint64_t screened = 0;      // answered by ServerHooks::screen_head
+  std::uint64_t idle_shed = 0;     // idle connections closed to make room at the cap
+  std::uint64_t abandoned = 0;     // the client left before the handler answered: closed
 };
 
 class Server {
  public:
-  Server(ServerOptions options, Handler handler);
+  Server(ServerOptions options, Handler handler, ServerHooks hooks = {});
   ~Server();  // stop() if still running
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

@@ -29,22 +29,27 @@ using namespace std::chrono_literals;
 enum class PdMode { kSequential, kParallel, kAggregated };
 std::string_view pd_mode_name(PdMode mode) noexcept;
 
+// What to do with PD-protocol fields (kv_transfer_params, bootstrap_*) and engine request
+// ids a client puts in its body: the proxy owns the PD protocol, so they never reach an
+// engine (they would let a client point an engine's KV transfer at any host and port).
+enum class ClientPdFields { kStrip, kReject };
+
 struct ListenConfig {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8000;
 };
 
 struct NodeConfig {
-  std::string endpoint;                  // host:port
-  std::string group;                     // PD group; empty: pairs with any
-  std::optional<std::uint16_t> bootstrap_port;  // SGLang bootstrap (prefill, parallel mode)
+  std::string endpoint;                           // host:port
+  std::string group;                              // PD group; empty: pairs with any
+  std::optional<std::uint16_t> bootstrap_port;    // SGLang bootstrap (prefill, parallel mode)
   std::optional<std::string> kv_events_endpoint;  // ZeroMQ PUB endpoint of its KV events
 };
 
 struct PrefixIndexConfig {
   bool enabled = true;
-  Duration predicted_ttl = 2s;   // a placement's approximate insert lives this long
-  Duration stale_after = 10s;    // KV-event silence, with uncached work sent, that marks a node stale
+  Duration predicted_ttl = 2s;  // a placement's approximate insert lives this long
+  Duration stale_after = 10s;  // KV-event silence, with uncached work sent, that marks a node stale
   std::size_t max_entries = std::size_t{1} << 22;  // (block, node) pairs
 };
 
@@ -52,18 +57,25 @@ struct LimitsConfig {
   std::size_t max_body_bytes = 8 * 1024 * 1024;
   std::size_t max_header_bytes = 16 * 1024;
   std::size_t max_connections = 20'000;
-  std::size_t queue_capacity = 1024;          // requests waiting in the proxy
+  std::size_t queue_capacity = 1024;  // requests waiting in the proxy
   std::uint64_t node_max_outstanding_tokens = 1'000'000;
   std::uint32_t node_max_running = 256;
+  // The engines' context length, for admission of requests without a max_tokens bound (they
+  // may generate up to it); 0: learned from the engines' /v1/models (max_model_len), and
+  // fallback_max_model_len until one answered.
+  std::uint64_t max_model_len = 0;
+  std::uint64_t fallback_max_model_len = 32'768;
 };
 
 struct TimeoutsConfig {
   Duration connect = 2s;
-  Duration prefill = 120s;       // the whole prefill leg
-  Duration decode_idle = 120s;   // the longest silence from a decode stream
-  Duration queue = 30s;          // the longest wait in the proxy queue
+  Duration prefill = 120s;      // the whole prefill leg
+  Duration decode_idle = 120s;  // the longest silence from a decode stream
+  Duration queue = 30s;         // the longest wait in the proxy queue
   Duration client_idle = 60s;
+  Duration client_write = 30s;  // one write to a client may block this long (slow readers)
   Duration shutdown_grace = 10s;
+  Duration models = 2s;  // /v1/models waits this long for engines that have not answered
 };
 
 struct RetriesConfig {
@@ -72,7 +84,7 @@ struct RetriesConfig {
 };
 
 struct HealthConfig {
-  Duration interval = 1s;   // active /health probes; 0s disables them
+  Duration interval = 1s;  // active /health probes; 0s disables them
   Duration timeout = 500ms;
   std::uint32_t failures_to_eject = 3;  // consecutive failed requests (passive)
   Duration ejection_time = 5s;
@@ -91,11 +103,11 @@ struct ProxyConfig {
   std::uint16_t bootstrap_port = 8998;  // default SGLang bootstrap port of prefill nodes
   std::string policy = std::string(kDefaultPolicy);
   // Tokenize once in the proxy; the rest must equal the engines' settings.
-  std::optional<std::string> tokenizer;   // tokenizer.json or a model directory
+  std::optional<std::string> tokenizer;  // tokenizer.json or a model directory
   std::uint32_t block_size = 16;
   std::string hash_algo = "sha256";
-  std::optional<std::string> hash_seed;   // the engines' PYTHONHASHSEED
-  bool send_token_ids = false;            // /v1/completions text prompts go out as token ids
+  std::optional<std::string> hash_seed;  // the engines' PYTHONHASHSEED
+  bool send_token_ids = false;           // /v1/completions text prompts go out as token ids
   // Chat requests go to the engines as completions of the proxy's rendered, tokenized template
   // (docs/chat-convert.md); needs tokenizer. Off for engines with a reasoning or tool parser.
   bool chat_to_completions = false;
@@ -106,9 +118,10 @@ struct ProxyConfig {
   TimeoutsConfig timeouts;
   RetriesConfig retries;
   HealthConfig health;
-  std::vector<std::string> api_keys;     // clients' Bearer tokens; empty: no authentication
+  std::vector<std::string> api_keys;       // clients' Bearer tokens; empty: no authentication
   std::optional<std::string> admin_token;  // Bearer token for /admin/*; none: admin is open
-  std::optional<std::string> access_log;   // file path, or "-" for standard output
+  ClientPdFields client_pd_fields = ClientPdFields::kStrip;
+  std::optional<std::string> access_log;  // file path, or "-" for standard output
   config::LogConfig log;
 };
 

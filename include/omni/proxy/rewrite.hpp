@@ -36,8 +36,25 @@ struct RequestInfo {
   // one each, text counts one token per 4 bytes (at least 1).
   std::uint64_t prompt_tokens = 0;
   std::uint64_t max_tokens = 16;  // max_completion_tokens, else max_tokens, else vLLM's 16
-  bool text_prompt = false;       // /v1/completions with one string as its prompt
+  // No bound given: max_tokens null, or (chat) absent. vLLM then generates up to the model's
+  // context, so admission must count max_model_len - prompt, not a guess.
+  bool max_tokens_unbounded = false;
+  bool text_prompt = false;  // /v1/completions with one string as its prompt
+  // Members the proxy owns (the PD protocol's fields, engine request ids) that the client
+  // sent: bits of proxy_owned_fields() order. The proxy strips or refuses them.
+  std::uint32_t proxy_owned_fields = 0;
 };
+
+// The names behind RequestInfo::proxy_owned_fields, comma-separated ("kv_transfer_params,
+// bootstrap_host").
+std::string proxy_owned_field_names(std::uint32_t fields);
+// The body without any member the proxy owns (kv_transfer_params, bootstrap_host/port/room,
+// disagg_prefill_dp_rank, request_id, rid); every other member byte for byte.
+Result<std::string> strip_proxy_owned(std::string_view body);
+// An engine's whole (non-streamed) answer as a client may see it: a non-null top-level
+// kv_transfer_params (an engine's id, host and port) replaced by null. Unchanged (and not
+// copied: nullopt) when there is nothing to hide.
+std::optional<std::string> hide_transfer_params(std::string_view response_body);
 
 // A client error: the message and the offending field (empty when none), for the OpenAI body.
 struct BadRequest {

@@ -55,11 +55,14 @@ Status validate(const ServerOptions& o) {
 }  // namespace
 
 struct Server::Impl {
-  Impl(ServerOptions options, Handler handler) : core(std::move(options), std::move(handler)) {}
+  Impl(ServerOptions options, Handler handler, ServerHooks hooks)
+      : core(std::move(options), std::move(handler), std::move(hooks)) {}
 
   Status open_acceptor();
   Task<void> accept_loop();
   void accepted(Connection::Socket socket, Worker& worker);
+  // At the cap: whether an idle connection can make room, and the request that it does.
+  bool shed_idle_connection();
   void stop_blocking();
   bool wait_drained(Duration limit);
   template <class F>
@@ -123,7 +126,8 @@ void Server::Impl::accepted(Connection::Socket socket, Worker& worker) {
   error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);
   auto mode = Connection::Mode::kServe;
-  if (core.counters.connections_active.load() >= core.options.max_connections) {
+  if (core.counters.connections_active.load() >= core.options.max_connections &&
+      !shed_idle_connection()) {
     core.counters.connections_rejected.fetch_add(1, std::memory_order_relaxed);
     mode = Connection::Mode::kReject;
   } else {
@@ -134,6 +138,30 @@ void Server::Impl::accepted(Connection::Socket socket, Worker& worker) {
   auto slot = connection->cancellation_slot();
   asio::co_spawn(worker.io, Connection::serve(std::move(connection)),
                  asio::bind_cancellation_slot(slot, asio::detached));
+}
+
+// nginx's answer to running out of connections: close the oldest idle one (a client between
+// requests, or one that connected and sent nothing) instead of refusing the new client.
+// Idle counts are read from other threads, so this is approximate by a connection or two;
+// sheds_pending keeps one idle connection from being promised to two new ones.
+bool Server::Impl::shed_idle_connection() {
+  auto& c = core.counters;
+  if (c.idle.load(std::memory_order_relaxed) <= c.sheds_pending.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  Worker* most_idle = workers.front().get();
+  for (auto& worker : workers) {
+    if (worker->idle_count.load(std::memory_order_relaxed) >
+        most_idle->idle_count.load(std::memory_order_relaxed)) {
+      most_idle = worker.get();
+    }
+  }
+  c.sheds_pending.fetch_add(1, std::memory_order_relaxed);
+  asio::post(most_idle->io, [w = most_idle, &c] {
+    c.sheds_pending.fetch_sub(1, std::memory_order_relaxed);
+    if (!w->idle.empty()) w->idle.front()->shed();
+  });
+  return true;
 }
 
 template <class F>
@@ -179,8 +207,8 @@ void Server::Impl::stop_blocking() {
   stopped_cv.notify_all();
 }
 
-Server::Server(ServerOptions options, Handler handler)
-    : impl_(std::make_unique<Impl>(std::move(options), std::move(handler))) {}
+Server::Server(ServerOptions options, Handler handler, ServerHooks hooks)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(handler), std::move(hooks))) {}
 
 Server::~Server() {
   stop();
@@ -237,9 +265,17 @@ void Server::wait() {
 
 ServerStats Server::stats() const noexcept {
   const auto& c = impl_->core.counters;
-  return ServerStats{c.connections_accepted.load(), c.connections_rejected.load(),
-                     c.connections_active.load(),   c.requests.load(),
-                     c.bad_requests.load(),         c.timeouts.load()};
+  ServerStats stats;
+  stats.connections_accepted = c.connections_accepted.load();
+  stats.connections_rejected = c.connections_rejected.load();
+  stats.connections_active = c.connections_active.load();
+  stats.requests = c.requests.load();
+  stats.bad_requests = c.bad_requests.load();
+  stats.timeouts = c.timeouts.load();
+  stats.screened = c.screened.load();
+  stats.idle_shed = c.idle_shed.load();
+  stats.abandoned = c.abandoned.load();
+  return stats;
 }
 
 }  // namespace omni::http

@@ -1,10 +1,10 @@
 #include "server_connection.hpp"
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/error.hpp>
-#include <boost/beast/http/read.hpp>
 #include <cstdio>
 #include <exception>
 
@@ -59,8 +59,10 @@ Task<void> Connection::serve(std::shared_ptr<Connection> self) { co_await self->
 
 Task<void> Connection::run() {
   worker_.connections.insert(this);
+  request_started_ = std::chrono::steady_clock::now();
   try {
     if (mode_ == Mode::kReject) {
+      report_refused(503, "the server is at its connection limit and no connection is idle");
       co_await answer_error(503, "server is at its connection limit");
     } else {
       co_await serve_requests();
@@ -73,6 +75,7 @@ Task<void> Connection::run() {
     std::fprintf(stderr, "omni http: connection %s failed\n", remote_.c_str());
   }
   close();
+  leave_idle();
   watchdog_.disarm();
   worker_.connections.erase(this);
   if (mode_ == Mode::kServe) core_.connection_closed();
@@ -88,7 +91,16 @@ Task<void> Connection::serve_requests() {
       // Timeouts are counted where they are detected; everything else here is bad input.
       if (rejection_.status != 408)
         core_.counters.bad_requests.fetch_add(1, std::memory_order_relaxed);
+      report_refused(rejection_.status, rejection_.message);
       co_await answer_error(rejection_.status, rejection_.message);
+      co_return;
+    }
+    if (screened_) {
+      core_.counters.screened.fetch_add(1, std::memory_order_relaxed);
+      Response answer = std::move(*screened_);
+      screened_.reset();
+      report_refused(answer.status, "refused on its head");
+      co_await answer_refusal(std::move(answer));
       co_return;
     }
     if (!co_await handle_request()) {
@@ -98,17 +110,44 @@ Task<void> Connection::serve_requests() {
   }
 }
 
+// One request: its head (read_head), the checks that need only the head (method, the
+// application's screen), then its body (read_body). A refusal leaves rejection_ set.
+Task<Connection::ReadResult> Connection::read_request(bool first) {
+  busy_ = false;
+  head_parsed_ = false;
+  screened_.reset();
+  parser_.emplace();
+  configure_parser(*parser_,
+                   ParseLimits{core_.options.max_header_bytes, core_.options.max_body_bytes});
+  if (const ReadResult head = co_await read_head(first); head != ReadResult::kRequest) {
+    co_return head;
+  }
+  busy_ = true;
+  if (const auto rejection = check_head(*parser_)) co_return refuse(*rejection);
+  parser_->move_head_into(request_);
+  request_.remote = remote_;
+  head_parsed_ = true;
+  if (core_.hooks.screen_head) {
+    screened_ = core_.hooks.screen_head(request_);
+    if (screened_) co_return ReadResult::kRequest;
+  }
+  if (const ReadResult body = co_await read_body(); body != ReadResult::kRequest) co_return body;
+  parser_->move_body_into(request_);
+  co_return ReadResult::kRequest;
+}
+
 // Reads and parses the request head. The head is parsed here with parser.put() on the
 // connection's buffer rather than with http::async_read_header: the composed operation
 // costs a measurable share of a small request (see bench/http_echo), and doing it by hand
 // also gives the two deadlines their meaning: silence before the first byte is idleness
 // (plain close), a head still incomplete at header_timeout after it is a slow client (408).
-Task<Connection::ReadResult> Connection::read_request(bool first) {
-  busy_ = false;
-  parser_.emplace();
-  configure_parser(*parser_,
-                   ParseLimits{core_.options.max_header_bytes, core_.options.max_body_bytes});
+Task<Connection::ReadResult> Connection::read_head(bool first) {
   bool started = buffer_.size() > 0;
+  if (started) {
+    request_started_ = std::chrono::steady_clock::now();
+  } else {
+    enter_idle();
+  }
   set_deadline(started || first ? core_.options.header_timeout : core_.options.idle_timeout);
   for (;;) {
     if (buffer_.size() > 0) {
@@ -120,44 +159,56 @@ Task<Connection::ReadResult> Connection::read_request(bool first) {
     auto [ec, n] = co_await socket_.async_read_some(buffer_.prepare(kReadChunk), kAwait);
     if (ec && started) co_return read_failed(ec);
     if (ec) {
+      leave_idle();
       clear_deadline();
-      co_return ReadResult::kClosed;  // idle, closed or stopped between requests
+      co_return ReadResult::kClosed;  // idle, shed, closed or stopped between requests
     }
     buffer_.commit(n);
     if (!started) {
       started = true;
+      leave_idle();
+      request_started_ = std::chrono::steady_clock::now();
       set_deadline(core_.options.header_timeout);
     }
   }
   clear_deadline();
-  busy_ = true;
-  if (const auto rejection = check_head(*parser_)) {
-    rejection_ = *rejection;
-    co_return ReadResult::kRejected;
-  }
-  // A small body usually arrives with its head: parse what is buffered before reading more
-  // (http::async_read would post its completion when the buffer alone sufficed).
-  while (!parser_->is_done() && buffer_.size() > 0) {
-    error_code ec;
-    buffer_.consume(parser_->put(buffer_.data(), ec));
-    if (ec == http::error::need_more) break;
-    if (ec) co_return read_failed(ec);
-  }
-  if (parser_->is_done()) co_return ReadResult::kRequest;
-  co_return co_await read_body();
+  co_return ReadResult::kRequest;
 }
 
+// Reads the body by hand too: what is buffered first (a small body usually arrives with its
+// head, and http::async_read would post its completion when the buffer alone sufficed),
+// then the socket, never holding more than max_buffered_body_bytes() unparsed, so a chunk
+// header line or a trailer section without end cannot grow the connection's memory.
 Task<Connection::ReadResult> Connection::read_body() {
-  if (expects_continue(*parser_)) {
+  if (!parser_->is_done() && expects_continue(*parser_)) {
     begin_write();
     auto [ec, n] = co_await asio::async_write(
         socket_, asio::buffer(kContinue.data(), kContinue.size()), kAwait);
     if (end_write(ec)) co_return ReadResult::kClosed;
   }
-  set_deadline(core_.options.body_timeout);
-  auto [ec, n] = co_await http::async_read(socket_, buffer_, *parser_, kAwait);
-  if (ec) co_return read_failed(ec);
-  clear_deadline();
+  const std::size_t cap = max_buffered_body_bytes(
+      ParseLimits{core_.options.max_header_bytes, core_.options.max_body_bytes});
+  bool deadline_set = false;
+  for (;;) {
+    while (!parser_->is_done() && buffer_.size() > 0) {
+      error_code ec;
+      const std::size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec == http::error::need_more || (!ec && used == 0)) break;
+      if (ec) co_return read_failed(ec);
+    }
+    if (parser_->is_done()) break;
+    if (buffer_.size() >= cap) co_return read_failed(http::error::buffer_overflow);
+    if (!deadline_set) {
+      set_deadline(core_.options.body_timeout);
+      deadline_set = true;
+    }
+    const std::size_t room = std::min(kReadChunk, cap - buffer_.size());
+    auto [ec, n] = co_await socket_.async_read_some(buffer_.prepare(room), kAwait);
+    if (ec) co_return read_failed(ec);
+    buffer_.commit(n);
+  }
+  if (deadline_set) clear_deadline();
   co_return ReadResult::kRequest;
 }
 
@@ -166,18 +217,19 @@ Connection::ReadResult Connection::read_failed(const error_code& ec) {
   clear_deadline();
   if (timed_out) {
     core_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
-    rejection_ = Rejection{408, "timed out reading the request"};
-    return ReadResult::kRejected;
+    return refuse(Rejection{408, "timed out reading the request"});
   }
   if (is_disconnect(ec) || force_closed_) return ReadResult::kClosed;
-  rejection_ = classify_parse_error(ec);
+  return refuse(classify_parse_error(*parser_, ec));
+}
+
+Connection::ReadResult Connection::refuse(Rejection rejection) {
+  rejection_ = rejection;
   return ReadResult::kRejected;
 }
 
 // Runs the handler for the parsed request; true when the connection may carry another one.
 Task<bool> Connection::handle_request() {
-  to_request(*parser_, request_);
-  request_.remote = remote_;
   writer_.reset(
       RequestInfo{request_.method == Method::kHead, parser_->version(), parser_->keep_alive()});
   core_.counters.requests.fetch_add(1, std::memory_order_relaxed);
@@ -197,19 +249,76 @@ Task<bool> Connection::handle_request() {
   writer_.unwatch_close();  // a watch the handler left behind must not outlive it
   if (force_closed_) co_return false;
   if (!writer_.started()) {
+    if (!threw && writer_.peer_gone()) {
+      // The client closed (or half-closed) its connection while the handler waited, and the
+      // handler gave up on it: there is nobody to answer, and a 500 would contradict what
+      // the handler logged. Close quietly.
+      core_.counters.abandoned.fetch_add(1, std::memory_order_relaxed);
+      co_return false;
+    }
     if (threw)
       writer_.reset(RequestInfo{request_.method == Method::kHead, parser_->version(), false});
-    (void)co_await writer_.send(error_response(
-        500, threw ? "the request handler failed" : "the request handler sent no response"));
+    const std::string_view reason =
+        threw ? "the request handler failed" : "the request handler sent no response";
+    report_refused(500, reason);
+    (void)co_await writer_.send(error_response(500, reason));
   }
   co_return !threw && writer_.reusable() && !stopping();
 }
 
 Task<void> Connection::answer_error(int status, std::string_view message) {
-  writer_.reset(RequestInfo{false, 11, false});
+  co_await answer_refusal(error_response(status, message));
+}
+
+Task<void> Connection::answer_refusal(Response response) {
+  writer_.reset(RequestInfo{head_parsed_ && request_.method == Method::kHead, 11, false});
   busy_ = true;
-  (void)co_await writer_.send(error_response(status, message));
+  (void)co_await writer_.send(std::move(response));
   co_await linger_close();
+}
+
+void Connection::report_refused(int status, std::string_view reason) {
+  if (!core_.hooks.on_refused) return;
+  RefusedRequest refused;
+  refused.status = status;
+  refused.reason = reason;
+  refused.remote = remote_;
+  if (head_parsed_) {
+    refused.method = request_.method;
+    refused.target = request_.target;
+    refused.headers = &request_.headers;
+  } else if (parser_ && !parser_->target().empty()) {
+    // Refused while the head was parsed (framing, size): what the parser has read of it.
+    refused.method = parser_->method();
+    refused.target = parser_->target();
+    refused.headers = &parser_->headers();
+  }
+  refused.elapsed = std::chrono::steady_clock::now() - request_started_;
+  core_.hooks.on_refused(refused);
+}
+
+void Connection::enter_idle() {
+  if (idle_) return;
+  idle_position_ = worker_.idle.insert(worker_.idle.end(), this);
+  idle_ = true;
+  worker_.idle_count.fetch_add(1, std::memory_order_relaxed);
+  core_.counters.idle.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Connection::leave_idle() noexcept {
+  if (!idle_) return;
+  worker_.idle.erase(idle_position_);
+  idle_ = false;
+  worker_.idle_count.fetch_sub(1, std::memory_order_relaxed);
+  core_.counters.idle.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void Connection::shed() {
+  if (!idle_) return;
+  leave_idle();
+  core_.counters.idle_shed.fetch_add(1, std::memory_order_relaxed);
+  error_code ignored;
+  socket_.cancel(ignored);  // the pending read ends; the connection closes without a word
 }
 
 Task<void> Connection::linger_close() {
@@ -255,6 +364,5 @@ void Connection::force_close() {
   cancel_.emit(asio::cancellation_type::terminal);
   close();
 }
-
 
 }  // namespace omni::http::detail

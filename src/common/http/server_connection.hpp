@@ -16,13 +16,14 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/system/error_code.hpp>
 #include <functional>
+#include <list>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "request_parse.hpp"
-#include "socket_watchdog.hpp"
 #include "server_internal.hpp"
+#include "socket_watchdog.hpp"
 
 namespace omni::http::detail {
 
@@ -42,6 +43,7 @@ class ConnectionWriter final : public ResponseWriter {
   void reset(const RequestInfo& info) noexcept {
     info_ = info;
     state_ = State::kNone;
+    peer_gone_ = false;
     unwatch_close();
   }
   Task<Status> send(Response response) override;
@@ -55,6 +57,8 @@ class ConnectionWriter final : public ResponseWriter {
 
   bool watch_close(std::function<void()> on_gone) override;
   void unwatch_close() override;
+  // A close watch saw the client close (or half-close) its connection during this request.
+  bool peer_gone() const noexcept { return peer_gone_; }
 
  private:
   struct CloseWatch;  // shared with the pending wait, which may complete after an unwatch
@@ -78,6 +82,7 @@ class ConnectionWriter final : public ResponseWriter {
   bool chunked_ = false;
   std::array<char, 24> chunk_size_{};
   std::shared_ptr<CloseWatch> close_watch_;
+  bool peer_gone_ = false;
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -97,6 +102,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_stop_requested();
   // stop() after the grace period: cancels whatever the coroutine awaits and closes.
   void force_close();
+  // The server is at its connection cap: an idle connection (no request in progress) closes
+  // quietly to make room. Runs on the connection's thread.
+  void shed();
   boost::asio::cancellation_slot cancellation_slot() { return cancel_.slot(); }
 
   // For the writer, which awaits async_write on socket() itself (an extra coroutine frame
@@ -117,10 +125,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Task<void> run();
   Task<void> serve_requests();
   Task<ReadResult> read_request(bool first);
+  Task<ReadResult> read_head(bool first);
   Task<ReadResult> read_body();
   ReadResult read_failed(const boost::system::error_code& ec);
+  ReadResult refuse(Rejection rejection);
   Task<bool> handle_request();
   Task<void> answer_error(int status, std::string_view message);
+  // Sends a response of the server's own, then closes.
+  Task<void> answer_refusal(Response response);
+  void report_refused(int status, std::string_view reason);
+  // While waiting for a request with no byte received, the connection is sheddable.
+  void enter_idle();
+  void leave_idle() noexcept;
   Task<void> linger_close();
   void close() noexcept;
 
@@ -139,8 +155,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string head_;
   Rejection rejection_;
 
-  ConnectionWatchdog watchdog_;  // declared after socket_: destroyed first
-  bool busy_ = false;  // inside a request: stop() lets it finish
+  ConnectionWatchdog watchdog_;       // declared after socket_: destroyed first
+  bool busy_ = false;                 // inside a request: stop() lets it finish
+  bool head_parsed_ = false;          // request_ holds this request's head
+  std::optional<Response> screened_;  // what screen_head answered instead of the handler
+  std::list<Connection*>::iterator idle_position_;
+  bool idle_ = false;
+  std::chrono::steady_clock::time_point request_started_{};
   bool force_closed_ = false;
   boost::asio::cancellation_signal cancel_;
 };

@@ -7,6 +7,7 @@
 #include <boost/asio/io_context.hpp>
 #include <condition_variable>
 #include <cstdint>
+#include <list>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -25,15 +26,24 @@ struct ServerCounters {
   std::atomic<std::uint64_t> requests{0};
   std::atomic<std::uint64_t> bad_requests{0};
   std::atomic<std::uint64_t> timeouts{0};
+  std::atomic<std::uint64_t> screened{0};
+  std::atomic<std::uint64_t> idle_shed{0};
+  std::atomic<std::uint64_t> abandoned{0};
+  // Connections waiting for a request with no byte received (sheddable at the cap), and
+  // sheds requested but not yet carried out.
+  std::atomic<std::uint64_t> idle{0};
+  std::atomic<std::uint64_t> sheds_pending{0};
 };
 
 // What every connection of one Server reads. Options and handler are immutable once the
 // server has started; the counters and `stopping` are atomics, the rest is behind drain_mutex.
 struct ServerCore {
-  ServerCore(ServerOptions opts, Handler h) : options(std::move(opts)), handler(std::move(h)) {}
+  ServerCore(ServerOptions opts, Handler h, ServerHooks k)
+      : options(std::move(opts)), handler(std::move(h)), hooks(std::move(k)) {}
 
   const ServerOptions options;
   const Handler handler;
+  const ServerHooks hooks;
   ServerCounters counters;
   std::atomic<bool> stopping{false};
 
@@ -55,6 +65,9 @@ struct ServerCore {
 // along with the io_context.
 struct Worker {
   std::unordered_set<Connection*> connections;
+  // Idle connections (see ServerCounters::idle), oldest first; touched on this thread only.
+  std::list<Connection*> idle;
+  std::atomic<std::size_t> idle_count{0};  // idle.size(), for the acceptor's choice
   // Concurrency hint 1: exactly one thread runs this context, which lets Asio skip the
   // multi-thread wake-up logic; posts from other threads (stop) are still safe.
   boost::asio::io_context io{1};

@@ -117,10 +117,12 @@ void ConnectionWriter::arm_close_watch(const std::shared_ptr<CloseWatch>& watch)
   connection_.socket().async_receive(
       asio::buffer(&watch->byte, 1), asio::socket_base::message_peek,
       asio::bind_cancellation_slot(
-          watch->cancel.slot(), [watch](const boost::system::error_code& ec, std::size_t n) {
+          watch->cancel.slot(), [this, watch](const boost::system::error_code& ec, std::size_t n) {
+            // Inactive: unwatched, so `this` may be serving another request by now.
             if (!watch->active || ec == asio::error::operation_aborted) return;
             watch->active = false;
             if (!ec && n > 0) return;
+            peer_gone_ = true;
             watch->on_gone();
           }));
 }

@@ -30,7 +30,7 @@ grep -qi '^retry-after: 1' "$work/headers4" || fail "429 without Retry-After"
 jq -e '.error.code == 429 and .error.type == "RateLimitError"' "$work/body5" >/dev/null || fail "429 body"
 # The engine never had more than one request at once: its three arrived two seconds apart.
 [ "$(wc -l <"$work/busy.jsonl")" -eq 3 ] || fail "rejected requests must not reach the engine"
-jq -s -e 'map(.outcome) | sort == ["rejected","rejected","success","success","success"]' \
+jq -s -e 'map(select(.pd_mode != null) | .outcome) | sort == ["rejected","rejected","success","success","success"]' \
   "$work/admit.access.jsonl" >/dev/null || fail "outcomes: $(jq -c .outcome "$work/admit.access.jsonl")"
 stop_pid "$PID_admit"
 
@@ -43,7 +43,7 @@ sleep 0.2
 expect_status 503 "$(post /v1/completions '{"prompt":"x"}')" "queue timeout"
 body_has '.error.code == 503' "503 body"
 wait "$first" || true
-jq -s -e 'map(.outcome) | sort == ["success","timeout"]' "$work/timeout.access.jsonl" >/dev/null \
+jq -s -e 'map(select(.pd_mode != null) | .outcome) | sort == ["success","timeout"]' "$work/timeout.access.jsonl" >/dev/null \
   || fail "timeout outcome: $(jq -c .outcome "$work/timeout.access.jsonl")"
 
 echo "PASS"

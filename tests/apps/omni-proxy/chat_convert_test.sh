@@ -127,11 +127,18 @@ streamed='{"model":"deepseek-ai/DeepSeek-V3",'"$messages"',"max_tokens":10,"stre
 too_long='{"model":"deepseek-ai/DeepSeek-V3",'"$messages"',"max_tokens":100000}'
 tools='{"model":"deepseek-ai/DeepSeek-V3",'"$messages"',"max_tokens":6,"tools":[{"type":"function","function":{"name":"lookup","parameters":{"type":"object","properties":{}}}}]}'
 
-# What omni-sim's own chat route answers (the reference), on the decode instance: a plain
-# request there is served whole, as in aggregated mode.
-[ "$(chat "$decode_port" rid-plain "$plain" "$work/ref.json")" = 200 ] || fail "reference: $(cat "$work/ref.json")"
-[ "$(chat "$decode_port" rid-stream "$streamed" "$work/ref.sse")" = 200 ] || fail "reference stream"
-jq -e '.choices[0].message.content | length > 0' "$work/ref.json" >/dev/null || fail "reference has no text"
+# What omni-sim's own chat route answers (the reference), on the decode instance, for the
+# engine request id the proxy used (its access log says): a plain request there is served
+# whole, as in aggregated mode.
+engine_id() {  # engine_id ACCESS_LOG RID
+  for _ in $(seq 100); do
+    local id
+    id=$(jq -r --arg rid "$2" 'select(.request_id == $rid) | .engine_request_id' "$1" 2>/dev/null || true)
+    [ -n "$id" ] && { echo "$id"; return 0; }
+    sleep 0.05
+  done
+  fail "no access-log line for $2"
+}
 ref_long_status=$(chat "$decode_port" rid-long "$too_long" "$work/ref-long.json")
 [ "$ref_long_status" = 400 ] || fail "reference: max_tokens over the context: status $ref_long_status"
 
@@ -140,13 +147,16 @@ for mode in aggregated sequential parallel; do
   "$proxy_bin" --listen-port "$proxy_port" --pd-mode "$mode" --prefill-endpoints "127.0.0.1:$prefill_port" \
     --bootstrap-port "$prefill_port" \
     --decode-endpoints "127.0.0.1:$decode_port" --tokenizer "$tokenizer" --chat-to-completions \
-    >"$work/proxy-$mode.log" 2>&1 &
+    --access-log "$work/access-$mode.jsonl" >"$work/proxy-$mode.log" 2>&1 &
   proxy_pid=$!
   pids+=("$proxy_pid")
   wait_port "$proxy_port"
 
   status=$(chat "$proxy_port" rid-plain "$plain" "$work/got.json")
   [ "$status" = 200 ] || fail "$mode: non-streaming status $status: $(cat "$work/got.json")"
+  id=$(engine_id "$work/access-$mode.jsonl" rid-plain)
+  [ "$(chat "$decode_port" "$id" "$plain" "$work/ref.json")" = 200 ] || fail "reference: $(cat "$work/ref.json")"
+  jq -e '.choices[0].message.content | length > 0' "$work/ref.json" >/dev/null || fail "reference has no text"
   # Same content, usage and finish_reason, and the same structure field for field.
   for filter in '.choices[0].message.content' '.usage' '.choices[0].finish_reason' '.object' \
                 'del(.id, .created, .kv_transfer_params) | paths | map(tostring) | join(".")'; do
@@ -157,6 +167,8 @@ for mode in aggregated sequential parallel; do
 
   status=$(chat "$proxy_port" rid-stream "$streamed" "$work/got.sse")
   [ "$status" = 200 ] || fail "$mode: streaming status $status"
+  id=$(engine_id "$work/access-$mode.jsonl" rid-stream)
+  [ "$(chat "$decode_port" "$id" "$streamed" "$work/ref.sse")" = 200 ] || fail "reference stream"
   shapes "$work/ref.sse" >"$work/ref.events"; shapes "$work/got.sse" >"$work/got.events"
   if ! diff <(frame "$work/ref.events") <(frame "$work/got.events") >"$work/events.diff"; then
     fail "$mode: the converted stream's chunks differ from omni-sim's chat stream: $(cat "$work/events.diff")"

@@ -94,5 +94,10 @@ body_has() {  # body_has JQ-FILTER WHAT  (the filter must print true)
   [ "$(jq -r "$1" "$work/body")" = "true" ] || { echo "--- body:"; cat "$work/body"; echo; fail "$2"; }
 }
 
-# The record lines of engine NAME for request id RID (one JSON per line).
-records() { jq -c --arg rid "$2" 'select(.x_request_id == $rid)' "$work/$1.jsonl" 2>/dev/null || true; }
+# The record lines of engine NAME for the client's request id RID (one JSON per line). The
+# proxy sends engines an id of its own, unique per call, that starts with the client's: RID-<hex>.
+records() {
+  jq -c --arg rid "$2" 'select(.x_request_id | startswith($rid + "-"))' "$work/$1.jsonl" 2>/dev/null || true
+}
+# The access-log lines of generation requests only (other routes and refusals log too).
+generation_lines() { jq -c 'select(.pd_mode != null)' "$1"; }

@@ -31,10 +31,10 @@ t1=$(now_ms)
 [ "$(jq -r .outcome <<<"$line")" = "client_disconnected" ] || fail "outcome: $line"
 [ $((t1 - t0)) -lt 3000 ] || fail "noticed after $((t1 - t0)) ms"
 for _ in $(seq 60); do
-  [ -n "$(jq -c 'select(.event == "client_gone" and .x_request_id == "left-1")' "$work/slow.jsonl")" ] && break
+  [ -n "$(jq -c 'select(.event == "client_gone" and (.x_request_id | startswith("left-1-")))' "$work/slow.jsonl")" ] && break
   sleep 0.05
 done
-[ -n "$(jq -c 'select(.event == "client_gone" and .x_request_id == "left-1")' "$work/slow.jsonl")" ] ||
+[ -n "$(jq -c 'select(.event == "client_gone" and (.x_request_id | startswith("left-1-")))' "$work/slow.jsonl")" ] ||
   fail "the engine connection was not closed during the stall"
 # Sequential PD: the same on the prefill leg.
 start_proxy seqleft --pd-mode sequential --prefill-endpoints "127.0.0.1:$PORT_slow" \

@@ -10,12 +10,15 @@ start_engine decode --token-delay 5ms
 start_proxy parallel --pd-mode parallel --prefill-endpoints "127.0.0.1:$PORT_prefill" \
   --decode-endpoints "127.0.0.1:$PORT_decode" --bootstrap-port 9123
 curl -sN -H 'Content-Type: application/json' -H 'X-Request-Id: par-1' \
-  --data '{"prompt":"hi","max_tokens":4,"stream":true,"extra":"kept"}' "http://$PROXY/v1/completions" >"$work/stream.txt"
+  --data '{"prompt":"hi","max_tokens":4,"stream":true,"extra":"kept","bootstrap_host":"10.9.9.9","bootstrap_room":7,"kv_transfer_params":{"remote_host":"10.9.9.9"}}' \
+  "http://$PROXY/v1/completions" >"$work/stream.txt"
 [ "$(grep -c '^data: ' "$work/stream.txt")" -eq 5 ] || { cat "$work/stream.txt"; fail "parallel stream"; }
 p=$(records prefill par-1); d=$(records decode par-1)
 [ -n "$p" ] && [ -n "$d" ] || fail "parallel: both legs must be sent"
 echo "$p" | jq -e '.body.bootstrap_host == "127.0.0.1" and .body.bootstrap_port == 9123 and .body.extra == "kept"
-  and (.body.bootstrap_room | type) == "number"' >/dev/null || fail "parallel prefill body: $p"
+  and (.body.bootstrap_room | type) == "number" and .body.bootstrap_room != 7
+  and (.body | has("kv_transfer_params") | not) and (.raw | contains("10.9.9.9") | not)' >/dev/null \
+  || fail "parallel prefill body (the client's PD fields must be stripped): $p"
 [ "$(echo "$p" | jq -c .body)" = "$(echo "$d" | jq -c .body)" ] || fail "parallel legs must get the same body"
 stop_pid "$PID_parallel"
 stop_pid "$PID_prefill"
@@ -46,6 +49,11 @@ raw='{"prompt": [1, 2, 3],   "max_tokens":3, "temperature": 1.0e0, "x":{"y":"\u0
 expect_status 200 "$(post /v1/completions "$raw" -H 'X-Request-Id: agg-1')" "aggregated"
 [ "$(records agg agg-1 | jq -r .raw)" = "$raw" ] || fail "aggregated body changed: $(records agg agg-1 | jq -r .raw)"
 expect_status 200 "$(get /ready)" "aggregated /ready without prefill"
+# The client's PD fields are stripped in aggregated mode too (they would point the engine's KV
+# transfer at a host of the client's choosing).
+expect_status 200 "$(post /v1/completions '{"prompt":"x","kv_transfer_params":{"do_remote_prefill":true,"remote_host":"10.9.9.9","remote_port":22},"bootstrap_host":"10.9.9.9"}' -H 'X-Request-Id: agg-2')" "aggregated PD fields"
+records agg agg-2 | jq -e '(.body | has("kv_transfer_params") | not) and (.body | has("bootstrap_host") | not)' \
+  >/dev/null || fail "client PD fields reached the engine: $(records agg agg-2)"
 stop_pid "$PID_aggregated"
 
 # 4. Sequential, the prefill returns no usable kv_transfer_params: its answer is the answer.

@@ -78,7 +78,7 @@ for i in 2 3 4 5 6; do
   sleep 0.3   # the engine's events reach the proxy; the proxy's own prediction is long gone
   send "$PROXY_PORT" "$i"
 done
-nodes=$(jq -r .prefill_node "$work/omni.access.jsonl" | sort -u)
+nodes=$(jq -r 'select(.pd_mode != null) | .prefill_node' "$work/omni.access.jsonl" | sort -u)
 [ "$nodes" = "127.0.0.1:$pb" ] || fail "omni: prefill nodes used: $(echo $nodes), want 127.0.0.1:$pb only"
 applied=$(metric "$PROXY_PORT" 'omni_proxy:kv_events_applied_total')
 matched=$(metric "$PROXY_PORT" 'omni_proxy:prefix_matched_tokens_sum')
@@ -101,6 +101,6 @@ kill "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null || true
 # ---- round-robin: the same requests spread -----------------------------------------------------
 start_proxy rr --policy round-robin
 for i in 1 2 3 4; do send "$PROXY_PORT" "$i"; done
-used=$(jq -r .prefill_node "$work/rr.access.jsonl" | sort -u | wc -l)
+used=$(jq -r 'select(.pd_mode != null) | .prefill_node' "$work/rr.access.jsonl" | sort -u | wc -l)
 [ "$used" = 2 ] || fail "round-robin used $used prefill nodes"
 echo "PASS"

@@ -83,14 +83,29 @@ expect_status 405 "$(get /v1/completions)" "GET on a POST route"
 expect_status 404 "$(get /v2/nothing)" "unknown route"
 expect_status 431 "$(get /health -H "X-Big: $(head -c 20000 /dev/zero | tr '\0' 'b')")" "oversized head"
 
-# 5. Access log: one line per generation request, each with exactly one outcome and timestamps.
-lines=$(wc -l <"$work/proxy.access.jsonl")
-[ "$lines" -eq 6 ] || fail "access log has $lines lines, want 6"
+# 5. Access log: one line per generation request, each with exactly one outcome and timestamps;
+#    and one line for every other request, the HTTP server's own refusals included.
+generation_lines "$work/proxy.access.jsonl" >"$work/gen.jsonl"
+lines=$(wc -l <"$work/gen.jsonl")
+[ "$lines" -eq 6 ] || fail "access log has $lines generation lines, want 6"
 jq -e -s 'map(.outcome) == ["success","success","client_error","client_error","client_error","client_error"]' \
-  "$work/proxy.access.jsonl" >/dev/null || fail "outcomes wrong: $(jq -c .outcome "$work/proxy.access.jsonl")"
-jq -e -s '.[0] | .request_id == "rid-1" and .stages_ms.received == 0 and (.stages_ms | has("prefilling"))
+  "$work/gen.jsonl" >/dev/null || fail "outcomes wrong: $(jq -c .outcome "$work/gen.jsonl")"
+jq -e -s '.[0] | .request_id == "rid-1" and (.engine_request_id | startswith("rid-1-"))
+  and .stages_ms.received == 0 and (.stages_ms | has("prefilling"))
   and (.stages_ms | has("decoding")) and (.stages_ms | has("done")) and .prefill_node != "" and .ttft_ms > 0' \
-  "$work/proxy.access.jsonl" >/dev/null || fail "access log line incomplete: $(head -1 "$work/proxy.access.jsonl")"
+  "$work/gen.jsonl" >/dev/null || fail "access log line incomplete: $(head -1 "$work/gen.jsonl")"
+for want in '/v1/models 200' '/admin/nodes 200' '/admin/requests 200' '/v1/completions 405' \
+            '/v2/nothing 404' '/v1/completions 413' '/health 431'; do
+  route=${want% *}; code=${want#* }
+  jq -e -s --arg r "$route" --argjson c "$code" 'any(.[]; .pd_mode == null and .route == $r and .status == $c)' \
+    "$work/proxy.access.jsonl" >/dev/null || fail "no access-log line for $want"
+done
+get /metrics >/dev/null
+for metric in 'omni_proxy:http_responses_total{route="/v1/completions",code="413"} 1' \
+              'omni_proxy:http_responses_total{route="other",code="404"} 1' \
+              'omni_proxy:http_responses_total{route="/v1/completions",code="200"} 1'; do
+  grep -qF -- "$metric" "$work/body" || fail "metric missing: $metric"
+done
 stop_pid "$PID_proxy"
 
 # 6. API keys and the admin token.
@@ -103,6 +118,53 @@ expect_status 200 "$(post /v1/completions '{"prompt":"x"}' -H 'Authorization: Be
 expect_status 401 "$(get /admin/nodes)" "admin without token"
 expect_status 401 "$(get /admin/nodes -H 'Authorization: Bearer key1')" "admin with a client key"
 expect_status 200 "$(get /admin/nodes -H 'Authorization: Bearer sesame')" "admin with its token"
+# /v1/models is guarded like every /v1/* route; a second Authorization header is refused.
+expect_status 401 "$(get /v1/models)" "/v1/models without a key"
+expect_status 200 "$(get /v1/models -H 'Authorization: Bearer key1')" "/v1/models with a key"
+expect_status 400 "$(post /v1/completions '{"prompt":"x"}' -H 'Authorization: Bearer key2' -H 'Authorization: Bearer nope')" \
+  "two Authorization headers"
+# The key is checked on the head: a client without one never gets to send its body.
+printf 'POST /v1/completions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n' \
+  >"$work/head_only.txt"
+head_answer=$(timeout 5 bash -c "exec 3<>/dev/tcp/${PROXY%:*}/${PROXY##*:}; cat '$work/head_only.txt' >&3; head -1 <&3" || true)
+case "$head_answer" in "HTTP/1.1 401 "*) ;; *) fail "a keyless head must be answered 401 at once: '$head_answer'";; esac
 if grep -q "sesame\|key2" "$work/secured.log" "$work/secured.access.jsonl"; then fail "secrets in logs"; fi
+stop_pid "$PID_secured"
+
+# 7. Request ids: two concurrent requests with one client id reach the engines with distinct
+#    ids (a shared id let one request take the other's KV); a non-ASCII id is refused.
+start_proxy ids --prefill-endpoints "127.0.0.1:$PORT_prefill" --decode-endpoints "127.0.0.1:$PORT_decode"
+same_pids=()
+for i in 1 2; do
+  curl -s -o "$work/same$i" -H 'Content-Type: application/json' -H 'X-Request-Id: same' \
+    --data '{"prompt":"x","max_tokens":2}' "http://$PROXY/v1/completions" &
+  same_pids+=($!)
+done
+wait "${same_pids[@]}"
+[ "$(records prefill same | jq -r .x_request_id | sort -u | wc -l)" -eq 2 ] || fail "one client id, one engine id"
+for leg in prefill decode; do
+  [ "$(records $leg same | wc -l)" -eq 2 ] || fail "$leg legs of the two 'same' requests"
+done
+status=$(curl -s -o "$work/body" -w '%{http_code}' -H 'Content-Type: application/json' \
+  -H $'X-Request-Id: bad\x80id' --data '{"prompt":"x"}' "http://$PROXY/v1/completions")
+expect_status 400 "$status" "a non-ASCII X-Request-Id"
+body_has '.error.param == "X-Request-Id"' "X-Request-Id refusal names the header"
+jq -e -s 'any(.[]; .status == 400 and (.request_id // "" | contains("\\x80")))' "$work/ids.access.jsonl" \
+  >/dev/null || fail "the refused id must be logged escaped: $(tail -2 "$work/ids.access.jsonl")"
+
+# 8. Client-supplied PD fields never reach an engine (SSRF): stripped by default, 400 on request.
+expect_status 200 "$(post /v1/completions '{"prompt":"x","max_tokens":2,"kv_transfer_params":{"do_remote_prefill":true,"remote_host":"10.9.9.9","remote_port":22},"bootstrap_host":"10.9.9.9","bootstrap_port":22,"bootstrap_room":1,"rid":"x"}' -H 'X-Request-Id: ssrf-1')" "PD fields stripped"
+records prefill ssrf-1 | jq -e '(.raw | contains("10.9.9.9") | not) and (.body | has("bootstrap_host") | not)
+  and (.body | has("rid") | not) and .body.kv_transfer_params.do_remote_decode == true' >/dev/null \
+  || fail "client PD fields reached the prefill: $(records prefill ssrf-1)"
+records decode ssrf-1 | jq -e '(.raw | contains("10.9.9.9") | not) and (.body | has("bootstrap_port") | not)' \
+  >/dev/null || fail "client PD fields reached the decode: $(records decode ssrf-1)"
+stop_pid "$PID_ids"
+start_proxy strict --prefill-endpoints "127.0.0.1:$PORT_prefill" --decode-endpoints "127.0.0.1:$PORT_decode" \
+  --client-pd-fields reject
+expect_status 400 "$(post /v1/completions '{"prompt":"x","bootstrap_host":"10.9.9.9"}' -H 'X-Request-Id: ssrf-2')" \
+  "PD fields refused"
+body_has '.error.param == "bootstrap_host"' "the refusal names the field"
+[ -z "$(records prefill ssrf-2)" ] || fail "a refused request reached an engine"
 
 echo "PASS"

@@ -50,16 +50,31 @@ TEST(HttpRequestFuzzCorpus, EveryFileParsesAsItsNameSays) {
 }
 
 TEST(HttpRequestFuzzCorpus, PipelinedRequestsAreCountedAndCloseStopsParsing) {
-  EXPECT_EQ(replay("GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n").requests, 2u);
-  EXPECT_EQ(replay("GET /a HTTP/1.1\r\nConnection: close\r\n\r\nGET /b HTTP/1.1\r\n\r\n").requests,
+  EXPECT_EQ(replay("GET /a HTTP/1.1\r\nHost: h\r\n\r\nGET /b HTTP/1.1\r\nHost: h\r\n\r\n").requests,
+            2u);
+  EXPECT_EQ(replay("GET /a HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\nGET /b HTTP/1.1\r\n\r\n")
+                .requests,
             1u);
-  EXPECT_EQ(replay("GET /a HTTP/1.1\r\n\r\nBREW /b HTTP/1.1\r\n\r\n").rejected_status, 501);
+  EXPECT_EQ(replay("GET /a HTTP/1.1\r\nHost: h\r\n\r\nBREW /b HTTP/1.1\r\n\r\n").rejected_status,
+            501);
 }
 
 TEST(HttpRequestFuzzCorpus, TruncatedInputIsAQuietClose) {
-  const FuzzOutcome outcome = replay("POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc");
+  const FuzzOutcome outcome = replay("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nabc");
   EXPECT_EQ(outcome.requests, 0u);
   EXPECT_EQ(outcome.rejected_status, 0);
+}
+
+// The smuggling shapes an adversarial probe found: the body of a request whose framing is
+// refused must never come back as a request of its own.
+TEST(HttpRequestFuzzCorpus, RefusedFramingNeverYieldsASecondRequest) {
+  const std::string smuggled = "GET /admin/nodes HTTP/1.1\r\nHost: h\r\n\r\n";
+  for (const std::string coding : {"xchunked", "identity", "chunked, gzip", "gzip"}) {
+    const FuzzOutcome outcome = replay(
+        "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: " + coding + "\r\n\r\n" + smuggled);
+    EXPECT_EQ(outcome.requests, 0u) << coding;
+    EXPECT_EQ(outcome.rejected_status, 400) << coding;
+  }
 }
 
 }  // namespace

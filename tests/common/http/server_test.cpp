@@ -244,9 +244,11 @@ TEST(Server, RejectsConnectionsPastTheLimitWith503) {
   ServerOptions options = small_options();
   options.max_connections = 1;
   RunningServer server(options, echo);
+  // The first client is in the middle of a request, so it is not idle and cannot be shed
+  // (framing_test covers the shedding of idle connections).
   RawClient first(server.port());
-  ASSERT_TRUE(first.write("GET /a HTTP/1.1\r\nHost: t\r\n\r\n"));
-  ASSERT_TRUE(first.read_response());
+  ASSERT_TRUE(first.write("GET /a HTTP/1.1\r\nHo"));
+  ASSERT_TRUE(eventually([&] { return server->stats().connections_active == 1; }));
 
   RawClient second(server.port());
   ASSERT_TRUE(second.write("GET /b HTTP/1.1\r\nHost: t\r\n\r\n"));
@@ -258,7 +260,7 @@ TEST(Server, RejectsConnectionsPastTheLimitWith503) {
   EXPECT_TRUE(second.wait_closed());
   EXPECT_EQ(server->stats().connections_rejected, 1u);
 
-  ASSERT_TRUE(first.write("GET /c HTTP/1.1\r\nHost: t\r\n\r\n"));
+  ASSERT_TRUE(first.write("st: t\r\n\r\n"));
   auto still = first.read_response();
   ASSERT_TRUE(still);
   EXPECT_EQ(still->result_int(), 200u);

@@ -104,6 +104,11 @@ class RawClient {
     boost::system::error_code ignored;
     socket_.close(ignored);
   }
+  // Half-closes: no more bytes from this side, but the client can still read.
+  void shutdown_send() {
+    boost::system::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+  }
 
  private:
   // Appends one read's worth to received_; false on error, close or timeout.
@@ -155,8 +160,8 @@ class RawClient {
 // A started server for one test; stops in the destructor.
 class RunningServer {
  public:
-  RunningServer(ServerOptions options, Handler handler)
-      : server_(std::move(options), std::move(handler)) {
+  RunningServer(ServerOptions options, Handler handler, ServerHooks hooks = {})
+      : server_(std::move(options), std::move(handler), std::move(hooks)) {
     const Status started = server_.start();
     EXPECT_TRUE(started.ok()) << (started.ok() ? "" : started.error().to_string());
   }

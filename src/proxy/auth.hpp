@@ -1,0 +1,54 @@
+// Who may call what, decided on the request head alone: the HTTP server runs screen_head()
+// (ServerHooks::screen_head) before it reads a body, so a client without a valid key is
+// answered 401 without ever getting to send one (an unauthenticated client cannot make the
+// proxy buffer megabytes before it learns the answer).
+//
+//   /v1/*      a Bearer key from api_keys, when any is configured
+//   /admin/*   the admin token, when one is configured
+//   any route  at most one Authorization field; an X-Request-Id of 1-256 visible ASCII bytes
+//
+// Keys are compared in constant time: each configured key is kept as its SHA-256, and a
+// token's digest is compared with every one of them with CRYPTO_memcmp, without stopping at
+// a match, so neither the position of a match nor a common prefix shows in the timing.
+//
+// Threading: immutable after construction; shared by every I/O thread.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "omni/http/types.hpp"
+
+namespace omni::proxy {
+
+class Credentials {
+ public:
+  Credentials() = default;
+  explicit Credentials(const std::vector<std::string>& secrets);
+  bool empty() const noexcept { return digests_.empty(); }
+  bool accepts(std::string_view token) const noexcept;
+
+ private:
+  std::vector<std::array<unsigned char, 32>> digests_;
+};
+
+struct AccessRules {
+  Credentials api_keys;  // empty: /v1/* is open
+  Credentials admin;     // empty: /admin/* is open
+};
+
+// The token of "Authorization: Bearer <token>" (scheme case-insensitive), if any.
+std::optional<std::string_view> bearer_token(const http::Headers& headers);
+
+// Whether a client's X-Request-Id can be logged and echoed as it is: 1-256 bytes of visible
+// ASCII (no spaces, controls or bytes over 0x7e, which would have to be escaped everywhere).
+bool valid_request_id(std::string_view id) noexcept;
+
+// The answer to a head that may not proceed, or nullopt to go on reading the request.
+std::optional<http::Response> screen_request_head(const AccessRules& rules,
+                                                  const http::Request& head);
+
+}  // namespace omni::proxy
