@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "omni/amla/bf16.hpp"
 #include "omni/model/tensor.hpp"
 
 namespace omni::model::ops {
@@ -89,18 +90,25 @@ void latent_row(const RopeTable& t, const float* kv, const float* norm, int lora
   const float* s = t.sin(pos);
   const int half = t.half();
   const float* k = kv + lora;
-  auto put = [&](int i, float v) {
-    if (dst_f32) {
-      dst_f32[i] = v;
+  // One pass per part, the rotation computed as the values are stored (no intermediate row).
+  auto write = [&](auto put) {
+    for (int i = 0; i < lora; ++i) put(i, norm[i] * (kv[i] * inv));
+    if (t.interleave()) {
+      for (int i = 0; i < half; ++i) {
+        put(lora + 2 * i, k[2 * i] * c[i] - k[2 * i + 1] * s[i]);
+        put(lora + 2 * i + 1, k[2 * i + 1] * c[i] + k[2 * i] * s[i]);
+      }
     } else {
-      dst_bf16[i] = float_to_bf16(v);
+      for (int i = 0; i < half; ++i) {
+        put(lora + i, k[i] * c[i] - k[i + half] * s[i]);
+        put(lora + i + half, k[i + half] * c[i] + k[i] * s[i]);
+      }
     }
   };
-  for (int i = 0; i < lora; ++i) put(i, norm[i] * (kv[i] * inv));
-  for (int i = 0; i < half; ++i) {
-    const int a = t.interleave() ? 2 * i : i, b = t.interleave() ? 2 * i + 1 : i + half;
-    put(lora + a, k[a] * c[i] - k[b] * s[i]);
-    put(lora + b, k[b] * c[i] + k[a] * s[i]);
+  if (dst_f32) {
+    write([dst_f32](int i, float v) { dst_f32[i] = v; });
+  } else {
+    write([dst_bf16](int i, float v) { dst_bf16[i] = omni::amla::float_to_bf16(v); });
   }
 }
 

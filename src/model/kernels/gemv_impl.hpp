@@ -44,30 +44,56 @@ struct Row {
     }
   }
 
-  static void dots(const Matrix& w, int r, const float* x, int ldx, int m, float* out) {
+  // Dots of row r of w (and, when u is given, of row r of u: gate and up in one pass over x)
+  // with M activation rows; the accumulators stay in registers (M is a template parameter).
+  template <int M, bool kPair>
+  static void dots(const Matrix& w, const Matrix* u, int r, const float* x, int ldx, float* out,
+                   float* out_u) {
     const std::byte* row = w.data + uz(r) * w.row_stride;
-    typename V::F acc[kMaxRows][2];
-    for (int i = 0; i < kMaxRows; ++i) acc[i][0] = acc[i][1] = V::zero();
+    const std::byte* urow = kPair ? u->data + uz(r) * u->row_stride : nullptr;
+    typename V::F acc[M][2], accu[M][2];
+    for (int i = 0; i < M; ++i) acc[i][0] = acc[i][1] = accu[i][0] = accu[i][1] = V::zero();
     const int vec_end = w.cols / V::kLanes * V::kLanes;
     int c = 0;
     for (; c + 2 * V::kLanes <= vec_end; c += 2 * V::kLanes) {
       const auto w0 = load(w, row, r, c);
       const auto w1 = load(w, row, r, c + V::kLanes);
-      for (int i = 0; i < m; ++i) {
-        acc[i][0] = V::fma(w0, V::load(x + uz(i) * uz(ldx) + uz(c)), acc[i][0]);
-        acc[i][1] = V::fma(w1, V::load(x + uz(i) * uz(ldx) + uz(c + V::kLanes)), acc[i][1]);
+      typename V::F u0 = V::zero(), u1 = V::zero();
+      if constexpr (kPair) {
+        u0 = load(*u, urow, r, c);
+        u1 = load(*u, urow, r, c + V::kLanes);
+      }
+#pragma GCC unroll 4
+      for (int i = 0; i < M; ++i) {
+        const auto x0 = V::load(x + uz(i) * uz(ldx) + uz(c));
+        const auto x1 = V::load(x + uz(i) * uz(ldx) + uz(c + V::kLanes));
+        acc[i][0] = V::fma(w0, x0, acc[i][0]);
+        acc[i][1] = V::fma(w1, x1, acc[i][1]);
+        if constexpr (kPair) {
+          accu[i][0] = V::fma(u0, x0, accu[i][0]);
+          accu[i][1] = V::fma(u1, x1, accu[i][1]);
+        }
       }
     }
     for (; c < vec_end; c += V::kLanes) {
       const auto w0 = load(w, row, r, c);
-      for (int i = 0; i < m; ++i)
-        acc[i][0] = V::fma(w0, V::load(x + uz(i) * uz(ldx) + uz(c)), acc[i][0]);
+#pragma GCC unroll 4
+      for (int i = 0; i < M; ++i) {
+        const auto x0 = V::load(x + uz(i) * uz(ldx) + uz(c));
+        acc[i][0] = V::fma(w0, x0, acc[i][0]);
+        if constexpr (kPair) accu[i][0] = V::fma(load(*u, urow, r, c), x0, accu[i][0]);
+      }
     }
-    for (int i = 0; i < m; ++i) {
+    for (int i = 0; i < M; ++i) {
       float s = V::hsum(V::add(acc[i][0], acc[i][1]));
-      for (int t = vec_end; t < w.cols; ++t)
-        s += static_cast<float>(w.at(r, t)) * x[uz(i) * uz(ldx) + uz(t)];
+      float su = kPair ? V::hsum(V::add(accu[i][0], accu[i][1])) : 0.0f;
+      for (int t = vec_end; t < w.cols; ++t) {
+        const float xv = x[uz(i) * uz(ldx) + uz(t)];
+        s += static_cast<float>(w.at(r, t)) * xv;
+        if constexpr (kPair) su += static_cast<float>(u->at(r, t)) * xv;
+      }
       out[i] = s;
+      if constexpr (kPair) out_u[i] = su;
     }
   }
 
@@ -105,26 +131,49 @@ void by_dtype(DType d, Fn&& fn) {
   }
 }
 
+template <class V, class RowT, int M>
+void gemv_m(const Matrix& w, int r0, int r1, const float* x, int ldx, float* y, int ldy) {
+  float out[M];
+  for (int r = r0; r < r1; ++r) {
+    RowT::template dots<M, false>(w, nullptr, r, x, ldx, out, nullptr);
+    for (int i = 0; i < M; ++i) y[uz(i) * uz(ldy) + uz(r)] = out[i];
+  }
+}
+
+template <class V, class RowT, int M>
+void gate_up_m(const Matrix& g, const Matrix& u, int r0, int r1, const float* x, int ldx, float* y,
+               int ldy) {
+  float go[M], uo[M];
+  for (int r = r0; r < r1; ++r) {
+    RowT::template dots<M, true>(g, &u, r, x, ldx, go, uo);
+    for (int i = 0; i < M; ++i) y[uz(i) * uz(ldy) + uz(r)] = silu(go[i]) * uo[i];
+  }
+}
+
 template <class V>
 void gemv(const Matrix& w, int r0, int r1, const float* x, int ldx, int m, float* y, int ldy) {
   by_dtype<V>(w.dtype, [&](auto row) {
-    float out[kMaxRows];
-    for (int r = r0; r < r1; ++r) {
-      row.dots(w, r, x, ldx, m, out);
-      for (int i = 0; i < m; ++i) y[uz(i) * uz(ldy) + uz(r)] = out[i];
+    using RowT = decltype(row);
+    switch (m) {
+      case 1: gemv_m<V, RowT, 1>(w, r0, r1, x, ldx, y, ldy); break;
+      case 2: gemv_m<V, RowT, 2>(w, r0, r1, x, ldx, y, ldy); break;
+      case 3: gemv_m<V, RowT, 3>(w, r0, r1, x, ldx, y, ldy); break;
+      default: gemv_m<V, RowT, 4>(w, r0, r1, x, ldx, y, ldy); break;
     }
   });
 }
 
+// Gate and up must share a dtype (they do in every checkpoint); each row pair is one pass.
 template <class V>
 void gate_up(const Matrix& g, const Matrix& u, int r0, int r1, const float* x, int ldx, int m,
              float* y, int ldy) {
   by_dtype<V>(g.dtype, [&](auto row) {
-    float go[kMaxRows], uo[kMaxRows];
-    for (int r = r0; r < r1; ++r) {
-      row.dots(g, r, x, ldx, m, go);
-      row.dots(u, r, x, ldx, m, uo);
-      for (int i = 0; i < m; ++i) y[uz(i) * uz(ldy) + uz(r)] = silu(go[i]) * uo[i];
+    using RowT = decltype(row);
+    switch (m) {
+      case 1: gate_up_m<V, RowT, 1>(g, u, r0, r1, x, ldx, y, ldy); break;
+      case 2: gate_up_m<V, RowT, 2>(g, u, r0, r1, x, ldx, y, ldy); break;
+      case 3: gate_up_m<V, RowT, 3>(g, u, r0, r1, x, ldx, y, ldy); break;
+      default: gate_up_m<V, RowT, 4>(g, u, r0, r1, x, ldx, y, ldy); break;
     }
   });
 }
