@@ -44,11 +44,14 @@ for p in $presets; do
       if [ -e "$modules/node-llama-cpp/package.json" ]; then
         best_pp=0; best_tg=0
         for r in $(seq "$rounds"); do
-          l=$(OMNI_NODE_MODULES=$modules node "$here/llama_bench.mjs" "$models/$p/model-$d.gguf" "$t" 512 128)
+          # llama.cpp may abort on a file (its q8_0 path asserts here, see docs/engine.md): null.
+          l=$(OMNI_NODE_MODULES=$modules node "$here/llama_bench.mjs" "$models/$p/model-$d.gguf" "$t" 512 128 2>/dev/null) \
+            || l='{"pp_tps":0,"tg_tps":0}'
           lpp=$(echo "$l" | jq .pp_tps); ltg=$(echo "$l" | jq .tg_tps)
           best_pp=$(python3 -c "print(max($best_pp, $lpp))"); best_tg=$(python3 -c "print(max($best_tg, $ltg))")
         done
         llama="{\"pp_tps\":$best_pp,\"tg_tps\":$best_tg}"
+        [ "$best_pp" != 0 ] || llama='{"pp_tps":null,"tg_tps":null}'
       fi
       row=$(jq -c --argjson l "$llama" --arg p "$p" '. + {preset: $p, llama_pp_tps: $l.pp_tps, llama_tg_tps: $l.tg_tps}' <<<"$ours")
       [ $first -eq 1 ] || echo "," >>"$out"
