@@ -1,7 +1,8 @@
 // The kernels' bodies, written once over a vector-traits type V (scalar, AVX2, AVX-512) and
 // instantiated in each ISA's translation unit. V provides: kLanes, F (a float vector),
 // zero(), load(const float*), store, fma(a, b, acc), mul, set1, hsum, and the weight loaders
-// from_bf16 / from_f16 / from_fp8 (returns value * 256, see below) / from_i8.
+// from_bf16 / from_f16 / from_fp8 (returns value * 256, see below) / from_i8, and half (one
+// f16 scale to float).
 //
 // FP8 e4m3 -> f16 by bits: (sign << 15) | ((x & 0x7f) << 7) is an f16 whose value is the e4m3
 // value times 2^-8, subnormals included (both formats' subnormals line up), so the kernels
@@ -23,7 +24,8 @@ inline float silu(float v) { return v / (1.0f + std::exp(-v)); }
 template <class V, DType D>
 struct Row {
   // Weights [c, c + kLanes) of `row` (row index r within w) as floats.
-  static typename V::F load(const Matrix& w, const std::byte* row, int r, int c) {
+  [[gnu::always_inline]] static inline typename V::F load(const Matrix& w, const std::byte* row,
+                                                          int r, int c) {
     if constexpr (D == DType::kF32) {
       return V::load(reinterpret_cast<const float*>(row) + c);
     } else if constexpr (D == DType::kBF16) {
@@ -40,7 +42,7 @@ struct Row {
       std::uint16_t d;
       std::memcpy(&d, block, 2);
       const auto* q = reinterpret_cast<const std::int8_t*>(block + 2) + c % kQ8Block;
-      return V::mul(V::from_i8(q), V::set1(f16_to_float(d)));
+      return V::mul(V::from_i8(q), V::set1(V::half(d)));
     }
   }
 

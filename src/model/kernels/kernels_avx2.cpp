@@ -34,6 +34,7 @@ struct Avx2 {
     const __m128i rest = _mm_slli_epi16(_mm_and_si128(b, _mm_set1_epi16(0x7f)), 7);
     return _mm256_cvtph_ps(_mm_or_si128(sign, rest));
   }
+  static float half(std::uint16_t h) { return _cvtsh_ss(h); }
   static F from_i8(const std::int8_t* p) {
     return _mm256_cvtepi32_ps(
         _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));

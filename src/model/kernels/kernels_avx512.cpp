@@ -34,6 +34,7 @@ struct Avx512 {
     const __m256i rest = _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x7f)), 7);
     return _mm512_cvtph_ps(_mm256_or_si256(sign, rest));
   }
+  static float half(std::uint16_t h) { return _cvtsh_ss(h); }
   static F from_i8(const std::int8_t* p) {
     return _mm512_cvtepi32_ps(
         _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));

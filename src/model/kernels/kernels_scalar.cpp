@@ -18,6 +18,7 @@ struct Scalar {
   static F from_bf16(const std::uint16_t* p) { return bf16_to_float(*p); }
   static F from_f16(const std::uint16_t* p) { return f16_to_float(*p); }
   static F from_fp8(const std::uint8_t* p) { return fp8_e4m3_to_float(*p) / 256.0f; }
+  static float half(std::uint16_t h) { return f16_to_float(h); }
   static F from_i8(const std::int8_t* p) { return static_cast<float>(*p); }
 };
 
