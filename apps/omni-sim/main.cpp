@@ -43,8 +43,10 @@ int run(const omni::sim::SimConfig& cfg) {
   });
   if (cfg.fault_refuse_connections_for.count() > 0) {
     // Fault injection: nothing listens yet, so connections are refused until then.
-    logger->warn("fault injection: refusing connections for {} ms",
-                 std::chrono::duration_cast<std::chrono::milliseconds>(cfg.fault_refuse_connections_for).count());
+    logger->warn(
+        "fault injection: refusing connections for {} ms",
+        std::chrono::duration_cast<std::chrono::milliseconds>(cfg.fault_refuse_connections_for)
+            .count());
     io.run_for(cfg.fault_refuse_connections_for);
     if (signalled) return 0;
     io.restart();
@@ -61,6 +63,10 @@ int run(const omni::sim::SimConfig& cfg) {
                omni::sim::has_model_chat_template(*(*service)->context().codec)
                    ? "the model's chat template"
                    : "the built-in role template (no chat_template)");
+  logger->info("omni-sim deployment: {}", (*service)->deployment());
+  if ((*service)->bootstrap_port() != 0) {
+    logger->info("omni-sim bootstrap listening on {}:{}", cfg.host, (*service)->bootstrap_port());
+  }
   logger->info("omni-sim listening on {}:{}", cfg.host, (*service)->port());
   io.run();
   (*service)->stop();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 
 namespace omni::sim {
 
@@ -10,16 +11,11 @@ using engine::FinishReason;
 std::string_view finish_reason_name(FinishReason reason) {
   switch (reason) {
     case FinishReason::kLength:
-    case FinishReason::kPrefillDone:
-      return "length";
-    case FinishReason::kStop:
-      return "stop";
-    case FinishReason::kAbort:
-      return "abort";
-    case FinishReason::kError:
-      return "error";
-    case FinishReason::kNone:
-      break;
+    case FinishReason::kPrefillDone: return "length";
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kAbort: return "abort";
+    case FinishReason::kError: return "error";
+    case FinishReason::kNone: break;
   }
   return "";
 }
@@ -66,12 +62,13 @@ void EngineDriver::stop() {
   stopped_ = true;
   for (Command& c : inbox_) {
     if (c.channel) c.channel->fail("engine shutting down");
+    if (c.done) c.done->set_value(false);
   }
   inbox_.clear();
 }
 
-Result<std::shared_ptr<RequestChannel>> EngineDriver::submit(Submission submission,
-                                                             boost::asio::any_io_executor executor) {
+Result<std::shared_ptr<RequestChannel>> EngineDriver::submit(
+    Submission submission, boost::asio::any_io_executor executor) {
   auto channel = std::make_shared<RequestChannel>(executor);
   {
     std::lock_guard lock(mu_);
@@ -79,10 +76,20 @@ Result<std::shared_ptr<RequestChannel>> EngineDriver::submit(Submission submissi
     if (inbox_.size() >= options_.max_inbox || in_flight_ >= options_.max_in_flight) {
       return make_error(ErrorCode::kResourceExhausted, "engine queue is full");
     }
+    if (!submission.held_key.empty()) {
+      const std::string& key = submission.held_key;
+      if (held_.count(key) || reserved_.count(key)) {
+        if (metrics_) metrics_->on_kv_hold("refused");
+        return make_error(ErrorCode::kInvalidArgument,
+                          "KV is already held under " + key + " for another request");
+      }
+      reserved_.insert(key);
+    }
     submission.spec.id = next_id_++;
     channel->id = submission.spec.id;
     ++in_flight_;
-    inbox_.push_back({Command::Kind::kSubmit, submission.spec.id, std::move(submission), channel});
+    inbox_.push_back(
+        {Command::Kind::kSubmit, submission.spec.id, std::move(submission), channel, nullptr});
   }
   wake_.notify_all();
   return channel;
@@ -91,7 +98,7 @@ Result<std::shared_ptr<RequestChannel>> EngineDriver::submit(Submission submissi
 void EngineDriver::abort(engine::SeqId id) {
   {
     std::lock_guard lock(mu_);
-    inbox_.push_back({Command::Kind::kAbort, id, std::nullopt, nullptr});
+    inbox_.push_back({Command::Kind::kAbort, id, std::nullopt, nullptr, nullptr});
   }
   wake_.notify_all();
 }
@@ -103,11 +110,33 @@ std::optional<HeldKv> EngineDriver::release_held(const std::string& key) {
     auto it = held_.find(key);
     if (it == held_.end()) return std::nullopt;
     out = HeldKv{it->second.prompt_tokens};
-    inbox_.push_back({Command::Kind::kRelease, it->second.id, std::nullopt, nullptr});
-    held_.erase(it);
+    drop_held_locked(it, "pulled");
   }
   wake_.notify_all();
   return out;
+}
+
+void EngineDriver::drop_held_locked(std::unordered_map<std::string, Held>::iterator it,
+                                    const char* outcome) {
+  inbox_.push_back({Command::Kind::kRelease, it->second.id, std::nullopt, nullptr, nullptr});
+  held_by_id_.erase(it->second.id);
+  held_.erase(it);
+  if (metrics_) metrics_->on_kv_hold(outcome);
+}
+
+std::future<bool> EngineDriver::reset_prefix_cache() {
+  auto done = std::make_shared<std::promise<bool>>();
+  std::future<bool> result = done->get_future();
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) {
+      done->set_value(false);
+      return result;
+    }
+    inbox_.push_back({Command::Kind::kReset, 0, std::nullopt, nullptr, done});
+  }
+  wake_.notify_all();
+  return result;
 }
 
 EngineGauges EngineDriver::gauges() const {
@@ -124,6 +153,7 @@ void EngineDriver::publish_gauges() {
   gauges_.prefix_cache_queries = static_cast<double>(s.prefix_cache_queries);
   gauges_.prefix_cache_hits = static_cast<double>(s.prefix_cache_hits);
   gauges_.preemptions = static_cast<double>(s.num_preemptions);
+  gauges_.held = static_cast<double>(s.num_held);
 }
 
 void EngineDriver::run() {
@@ -153,30 +183,48 @@ void EngineDriver::take_inbox() {
     std::lock_guard lock(mu_);
     commands.swap(inbox_);
   }
+  if (commands.empty()) return;
   for (Command& c : commands) {
     switch (c.kind) {
-      case Command::Kind::kSubmit:
-        admit(std::move(*c.submission), std::move(c.channel));
-        break;
-      case Command::Kind::kAbort:
-        if (tracked_.count(c.id)) {
-          engine_.abort(c.id);
-          finish(c.id, FinishReason::kAbort, now());
-        }
-        for (auto it = transfers_.begin(); it != transfers_.end(); ++it) {
-          if (it->second.first.spec.id == c.id) {
-            transfers_.erase(it);
-            std::lock_guard lock(mu_);
-            --in_flight_;
-            break;
-          }
-        }
-        break;
-      case Command::Kind::kRelease:
-        engine_.release_held_blocks(c.id);
-        break;
+      case Command::Kind::kSubmit: admit(std::move(*c.submission), std::move(c.channel)); break;
+      case Command::Kind::kAbort: abort_now(c.id); break;
+      case Command::Kind::kRelease: engine_.release_held_blocks(c.id); break;
+      case Command::Kind::kReset: reset_now(*c.done); break;
     }
   }
+  // Aborts and releases change what /metrics shows even when no step follows (an idle engine).
+  publish_gauges();
+}
+
+void EngineDriver::abort_now(engine::SeqId id) {
+  if (tracked_.count(id)) {
+    engine_.abort(id);
+    finish(id, FinishReason::kAbort, now());
+    return;
+  }
+  for (auto it = transfers_.begin(); it != transfers_.end(); ++it) {
+    if (it->second.first.spec.id != id) continue;
+    std::shared_ptr<RequestChannel> channel = std::move(it->second.second);
+    transfers_.erase(it);
+    channel->update(0, 0, FinishReason::kAbort);
+    std::lock_guard lock(mu_);
+    --in_flight_;
+    return;
+  }
+  // Done with prefill and holding KV for a decode that will now never come for it.
+  std::lock_guard lock(mu_);
+  auto held = held_by_id_.find(id);
+  if (held != held_by_id_.end()) drop_held_locked(held_.find(held->second), "aborted");
+}
+
+void EngineDriver::reset_now(std::promise<bool>& done) {
+  const bool reset = engine_.reset_prefix_cache();
+  if (reset) {
+    // AllBlocksCleared is delivered by the next complete(); an idle engine has none coming.
+    engine::StepOutputs out = engine_.complete(engine::StepPlan{});
+    if (!out.events.empty() && sink_) sink_(std::move(out.events));
+  }
+  done.set_value(reset);
 }
 
 void EngineDriver::admit(Submission s, std::shared_ptr<RequestChannel> channel) {
@@ -195,6 +243,7 @@ void EngineDriver::admit(Submission s, std::shared_ptr<RequestChannel> channel) 
   if (Status st = engine_.add(std::move(s.spec)); !st) {
     channel->fail(st.error().message, st.error().code == ErrorCode::kInvalidArgument ? 400 : 500);
     std::lock_guard lock(mu_);
+    if (!s.held_key.empty()) reserved_.erase(s.held_key);
     --in_flight_;
     return;
   }
@@ -213,19 +262,19 @@ void EngineDriver::admit_ready_transfers() {
 
 void EngineDriver::expire_leases() {
   const double t = now();
-  std::vector<engine::SeqId> expired;
+  bool any = false;
   {
     std::lock_guard lock(mu_);
     for (auto it = held_.begin(); it != held_.end();) {
+      auto next = std::next(it);
       if (it->second.expires <= t) {
-        expired.push_back(it->second.id);
-        it = held_.erase(it);
-      } else {
-        ++it;
+        drop_held_locked(it, "expired");
+        any = true;
       }
+      it = next;
     }
   }
-  for (engine::SeqId id : expired) engine_.release_held_blocks(id);
+  if (any) take_inbox();  // the releases just queued
 }
 
 void EngineDriver::step() {
@@ -238,15 +287,13 @@ void EngineDriver::step() {
   }
   for (const engine::ScheduledSeq& s : plan.seqs) {
     auto it = tracked_.find(s.id);
-    if (it != tracked_.end() && it->second->first_scheduled < 0) it->second->first_scheduled = start;
+    if (it != tracked_.end() && it->second->first_scheduled < 0)
+      it->second->first_scheduled = start;
   }
   const double end = start + engine_.step_seconds(plan);
   sleep_until(end);
   engine::StepOutputs out = engine_.complete(plan);
-  if (metrics_) {
-    metrics_->on_step(plan.total_prefill_tokens + plan.num_decode_seqs);
-    metrics_->on_prompt_computed(plan.total_prefill_tokens);
-  }
+  if (metrics_) metrics_->on_step(plan.total_prefill_tokens + plan.num_decode_seqs);
   dispatch(out, plan, end);
   if (!out.events.empty() && sink_) sink_(std::move(out.events));
   publish_gauges();
@@ -257,14 +304,23 @@ void EngineDriver::dispatch(const engine::StepOutputs& out, const engine::StepPl
     auto it = tracked_.find(o.id);
     if (it == tracked_.end()) continue;
     Tracked& t = *it->second;
+    // vLLM's num_cached_tokens: local prefix hits plus transferred KV, less the last prompt
+    // token, which is always recomputed.
+    t.cached_tokens =
+        o.num_external_tokens == 0
+            ? o.num_cached_tokens
+            : std::min(o.num_cached_tokens + o.num_external_tokens, t.prompt_tokens - 1);
     if (o.new_tokens > 0) {
       const bool first = t.first_token < 0;
-      if (metrics_) metrics_->on_tokens(o.new_tokens, first ? end - t.arrival : end - t.last_token, first);
+      if (metrics_) {
+        metrics_->on_tokens(o.new_tokens, first ? end - t.arrival : end - t.last_token, first);
+        // vLLM's iteration stats count a request's prompt once, with its first output.
+        if (first) metrics_->on_prompt(t.prompt_tokens, t.cached_tokens, o.num_external_tokens);
+      }
       if (first) t.first_token = end;
       t.last_token = end;
     }
     t.output_tokens = o.total_output_tokens;
-    t.cached_tokens = o.num_cached_tokens;
     // Book-keeping first (held KV registered), then the handler hears of it: a decode instance
     // told about the params must find the KV held.
     auto channel = t.channel;
@@ -295,8 +351,14 @@ void EngineDriver::finish(engine::SeqId id, FinishReason reason, double at) {
     metrics_->on_finish(f);
   }
   std::lock_guard lock(mu_);
-  if (reason == FinishReason::kPrefillDone && !t.held_key.empty()) {
-    held_[t.held_key] = Held{id, t.prompt_tokens, at + options_.kv_lease_seconds};
+  if (!t.held_key.empty()) {
+    reserved_.erase(t.held_key);
+    if (reason == FinishReason::kPrefillDone) {
+      // The key was reserved at submit(): nothing else can hold it.
+      held_.emplace(t.held_key, Held{id, t.prompt_tokens, at + options_.kv_lease_seconds});
+      held_by_id_.emplace(id, t.held_key);
+      if (metrics_) metrics_->on_kv_hold("held");
+    }
   }
   --in_flight_;
   tracked_.erase(it);
@@ -315,8 +377,9 @@ void EngineDriver::sleep_until(double model_time) {
     const double left = model_time - now();
     if (left <= 0 || stopping_) return;
     // Waits in slices of at most 20 ms so stop() is prompt; re-reads the clock after each.
-    wake_.wait_for(lock, std::min<std::chrono::microseconds>(wall_of(left), std::chrono::milliseconds(20)),
-                   [&] { return stopping_; });
+    wake_.wait_for(
+        lock, std::min<std::chrono::microseconds>(wall_of(left), std::chrono::milliseconds(20)),
+        [&] { return stopping_; });
   }
 }
 

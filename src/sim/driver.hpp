@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,6 +23,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "omni/common/clock.hpp"
@@ -40,10 +42,13 @@ struct DriverOptions {
 };
 
 struct Submission {
-  engine::SeqSpec spec;               // spec.id is set by submit()
-  double transfer_seconds = 0.0;      // model time before the request may enter the engine
-  std::string held_key;               // prefill-only: the remote_request_id a decode will pull
-  std::uint32_t max_tokens_param = 0; // for vllm:request_params_max_tokens
+  engine::SeqSpec spec;           // spec.id is set by submit()
+  double transfer_seconds = 0.0;  // model time before the request may enter the engine
+  // Prefill-only: the key a decode instance pulls the held KV by (the remote_request_id, or
+  // the SGLang bootstrap room). One key holds one request's KV: a submission whose key is
+  // held, or reserved by a prefill still running, is refused (never replaces the first).
+  std::string held_key;
+  std::uint32_t max_tokens_param = 0;  // for vllm:request_params_max_tokens
 };
 
 // What a pull of held KV found.
@@ -67,13 +72,19 @@ class EngineDriver {
   void stop();
 
   // Queues a request; its channel reports progress on `executor`. kResourceExhausted when the
-  // inbox or the in-flight table is full, kUnavailable after stop().
+  // inbox or the in-flight table is full, kUnavailable after stop(), kInvalidArgument when
+  // its held_key is already taken.
   Result<std::shared_ptr<RequestChannel>> submit(Submission submission,
                                                  boost::asio::any_io_executor executor);
+  // Ends a request wherever it is: waiting for its KV transfer, in the engine (its channel
+  // reports FinishReason::kAbort), or done with prefill and holding KV (the hold is freed).
   void abort(engine::SeqId id);
   // PD prefill side: a decode instance pulls the KV held under `key`. nullopt when nothing is
   // held under it (unknown, already pulled, or the lease expired).
   std::optional<HeldKv> release_held(const std::string& key);
+  // vLLM's reset_prefix_cache, on the driver thread: true when the cache was reset (nothing
+  // running or held), false otherwise (nothing changes).
+  std::future<bool> reset_prefix_cache();
 
   EngineGauges gauges() const;
   const engine::EngineConfig& engine_config() const { return engine_config_; }
@@ -89,10 +100,11 @@ class EngineDriver {
     double expires;
   };
   struct Command {
-    enum class Kind { kSubmit, kAbort, kRelease } kind;
+    enum class Kind { kSubmit, kAbort, kRelease, kReset } kind;
     engine::SeqId id = 0;
     std::optional<Submission> submission;
     std::shared_ptr<RequestChannel> channel;
+    std::shared_ptr<std::promise<bool>> done;  // kReset
   };
 
   void run();
@@ -103,6 +115,11 @@ class EngineDriver {
   void step();
   void dispatch(const engine::StepOutputs& out, const engine::StepPlan& plan, double end);
   void finish(engine::SeqId id, engine::FinishReason reason, double at);
+  void abort_now(engine::SeqId id);
+  void reset_now(std::promise<bool>& done);
+  // Forgets a hold (mu_ held) and queues the release of its blocks; `outcome` labels
+  // omni_sim_kv_holds_total.
+  void drop_held_locked(std::unordered_map<std::string, Held>::iterator it, const char* outcome);
   void idle_wait();
   void sleep_until(double model_time);
   std::chrono::microseconds wall_of(double model_seconds) const;
@@ -120,7 +137,9 @@ class EngineDriver {
   std::condition_variable wake_;
   std::deque<Command> inbox_;
   std::size_t in_flight_ = 0;
-  std::unordered_map<std::string, Held> held_;
+  std::unordered_map<std::string, Held> held_;                 // key -> hold
+  std::unordered_map<engine::SeqId, std::string> held_by_id_;  // the same holds, by request
+  std::unordered_set<std::string> reserved_;  // keys of prefill-only requests not yet done
   EngineGauges gauges_;
   engine::SeqId next_id_ = 1;
   bool stopping_ = false;

@@ -11,22 +11,28 @@
 namespace omni::sim {
 
 struct FaultConfig {
-  double error_rate = 0.0;          // fraction of generation requests answered with error_status
+  double error_rate = 0.0;  // fraction of generation requests answered with error_status
   int error_status = 500;
-  Duration added_latency{0};        // before every generation request is processed
-  double stall_rate = 0.0;          // fraction of streams that stall once after the first chunk
-  Duration stall_duration{0};
-  std::uint64_t crash_after = 0;    // the process exits abruptly on request crash_after + 1
-  Duration refuse_connections_for{0};  // the listener opens only after this long
-  bool any() const {
-    return error_rate > 0 || added_latency.count() > 0 || stall_rate > 0 || crash_after > 0;
-  }
+  Duration added_latency{0};   // before every generation request is processed
+  double stall_rate = 0.0;     // fraction of streams that stall once
+  Duration stall_duration{0};  // 0: until the client goes away
+  std::uint32_t stall_after_tokens = 1;
+  std::uint64_t crash_after = 0;         // the process exits abruptly on request crash_after + 1
+  std::uint64_t crash_after_tokens = 0;  // ... once one request has sent this many tokens
+  double stream_error_rate = 0.0;        // fraction of streams cut by an in-stream error event
+  std::uint32_t stream_error_after_tokens = 1;
+  double hang_rate = 0.0;                 // fraction of generation requests never answered
+  bool unresponsive = false;              // no route answers at all
+  bool bootstrap_never_connects = false;  // SGLang PD: the bootstrap peer never connects
+  Duration refuse_connections_for{0};     // the listener opens only after this long
 };
 
 struct FaultDecision {
   bool crash = false;
   bool error = false;
   bool stall = false;
+  bool stream_error = false;
+  bool hang = false;
 };
 
 // Threading: decide() may be called from any thread.

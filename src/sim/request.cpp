@@ -57,6 +57,36 @@ struct Parser {
     }
     return true;
   }
+  // Pydantic's lax integer: a number, or a string of decimal digits with an optional sign and
+  // surrounding spaces ("8998" -> 8998), as SGLang's request model accepts bootstrap fields.
+  bool get_lax_int(std::string_view key, std::optional<std::int64_t>& out) {
+    const json::value* v = field(obj, key);
+    if (!v || !v->is_string()) return get_int(key, out);
+    std::string_view text = v->get_string();
+    while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+    while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+    bool negative = false;
+    if (!text.empty() && (text.front() == '+' || text.front() == '-')) {
+      negative = text.front() == '-';
+      text.remove_prefix(1);
+    }
+    std::int64_t value = 0;
+    bool digits = !text.empty();
+    for (char c : text) {
+      if (c < '0' || c > '9' || value > (std::numeric_limits<std::int64_t>::max() - 9) / 10) {
+        digits = false;
+        break;
+      }
+      value = value * 10 + (c - '0');
+    }
+    if (!digits) {
+      return fail(
+          validation_error("Input should be a valid integer, unable to parse string as an integer",
+                           std::string(key)));
+    }
+    out = negative ? -value : value;
+    return true;
+  }
   bool get_number(std::string_view key) {
     const json::value* v = field(obj, key);
     if (v && !v->is_number()) return wrong_type(key, "number");
@@ -98,8 +128,9 @@ bool parse_prompt(Parser& p, const TextCodec& codec, std::vector<std::uint32_t>&
   }
   for (const json::value& item : items) {
     if (item.is_string() || item.is_array()) {
-      return p.fail(not_implemented("omni-sim serves one prompt per request; send the prompts "
-                                    "of a batch as separate requests"));
+      return p.fail(
+          not_implemented("omni-sim serves one prompt per request; send the prompts "
+                          "of a batch as separate requests"));
     }
     if (!item.is_int64() || item.get_int64() < 0 ||
         item.get_int64() > std::numeric_limits<std::uint32_t>::max()) {
@@ -234,8 +265,8 @@ bool parse_pd_fields(Parser& p, GenerationRequest& r) {
   }
   std::optional<std::string> host;
   std::optional<std::int64_t> port, room;
-  if (!p.get_string("bootstrap_host", host) || !p.get_int("bootstrap_port", port) ||
-      !p.get_int("bootstrap_room", room)) {
+  if (!p.get_string("bootstrap_host", host) || !p.get_lax_int("bootstrap_port", port) ||
+      !p.get_lax_int("bootstrap_room", room)) {
     return false;
   }
   if (host && room) {
@@ -253,37 +284,38 @@ bool resolve_max_tokens(Parser& p, GenerationRequest& r, const ModelLimits& limi
     return false;
   }
   if (!p.get_int("min_tokens", min_tokens)) return false;
-  std::optional<std::int64_t> requested = max_completion_tokens ? max_completion_tokens : max_tokens;
+  std::optional<std::int64_t> requested =
+      max_completion_tokens ? max_completion_tokens : max_tokens;
   const std::string param = max_completion_tokens ? "max_completion_tokens" : "max_tokens";
   const auto prompt_len = static_cast<std::int64_t>(r.prompt_tokens.size());
   const std::int64_t model_len = limits.max_model_len;
   if (prompt_len > model_len || (prompt_len == model_len && !requested)) {
-    return p.fail(bad_request(
-        "This model's maximum context length is " + std::to_string(model_len) +
-            " tokens. However, your request has " + std::to_string(prompt_len) +
-            " input tokens. Please reduce the length of the input messages.",
-        "input_tokens"));
+    return p.fail(
+        bad_request("This model's maximum context length is " + std::to_string(model_len) +
+                        " tokens. However, your request has " + std::to_string(prompt_len) +
+                        " input tokens. Please reduce the length of the input messages.",
+                    "input_tokens"));
   }
   if (requested && *requested < 1) {
-    return p.fail(bad_request("max_tokens must be at least 1, got " + std::to_string(*requested) + ".",
-                              param));
+    return p.fail(bad_request(
+        "max_tokens must be at least 1, got " + std::to_string(*requested) + ".", param));
   }
   if (requested && (*requested > kMaxIntParam || prompt_len + *requested > model_len)) {
-    const std::string asked = *requested > kMaxIntParam ? std::string("more than ") +
-                                                              std::to_string(kMaxIntParam)
-                                                        : std::to_string(prompt_len + *requested);
-    return p.fail(bad_request("This model's maximum context length is " + std::to_string(model_len) +
-                                  " tokens. However, you requested " + asked + " tokens (" +
-                                  std::to_string(prompt_len) + " in the messages, " +
-                                  std::to_string(*requested) +
+    const std::string asked = *requested > kMaxIntParam
+                                  ? std::string("more than ") + std::to_string(kMaxIntParam)
+                                  : std::to_string(prompt_len + *requested);
+    return p.fail(bad_request("This model's maximum context length is " +
+                                  std::to_string(model_len) + " tokens. However, you requested " +
+                                  asked + " tokens (" + std::to_string(prompt_len) +
+                                  " in the messages, " + std::to_string(*requested) +
                                   " in the completion). Please reduce the length of the "
                                   "messages or completion.",
                               param));
   }
   if (min_tokens && *min_tokens < 0) {
-    return p.fail(bad_request("min_tokens must be greater than or equal to 0, got " +
-                                  std::to_string(*min_tokens) + ".",
-                              "min_tokens"));
+    return p.fail(bad_request(
+        "min_tokens must be greater than or equal to 0, got " + std::to_string(*min_tokens) + ".",
+        "min_tokens"));
   }
   r.requested_max_tokens = requested;
   // Completions default to 16 (vLLM's CompletionRequest) unless max_tokens is an explicit null;
@@ -293,8 +325,15 @@ bool resolve_max_tokens(Parser& p, GenerationRequest& r, const ModelLimits& limi
       r.endpoint == Endpoint::kCompletions && !p.obj.contains("max_tokens");
   const std::int64_t fallback = completion_default ? std::min<std::int64_t>(16, room) : room;
   r.max_tokens = static_cast<std::uint32_t>(requested.value_or(fallback));
-  r.min_tokens = static_cast<std::uint32_t>(std::min<std::int64_t>(min_tokens.value_or(0),
-                                                                   r.max_tokens));
+  if (min_tokens && requested && *min_tokens > *requested) {
+    return p.fail(bad_request(
+        "min_tokens must be less than or equal to max_tokens=" + std::to_string(*requested) +
+            ", got " + std::to_string(*min_tokens) + ".",
+        "min_tokens"));
+  }
+  r.min_tokens =
+      static_cast<std::uint32_t>(std::min<std::int64_t>(min_tokens.value_or(0), r.max_tokens));
+  r.stop.min_tokens = r.min_tokens;
   return true;
 }
 
@@ -314,6 +353,33 @@ bool resolve_model(Parser& p, GenerationRequest& r, const ModelLimits& limits) {
   return p.fail(not_found_model(*model));
 }
 
+// stop (a string or a list of strings) and stop_token_ids (a list of token ids).
+bool parse_stop(Parser& p, StopConditions& stop) {
+  if (const json::value* v = field(p.obj, "stop")) {
+    if (v->is_string()) {
+      stop.stop.emplace_back(v->get_string());
+    } else if (v->is_array()) {
+      for (const json::value& s : v->get_array()) {
+        if (!s.is_string()) return p.wrong_type("stop", "string");
+        stop.stop.emplace_back(s.get_string());
+      }
+    } else {
+      return p.wrong_type("stop", "string or list of strings");
+    }
+  }
+  if (const json::value* v = field(p.obj, "stop_token_ids")) {
+    if (!v->is_array()) return p.wrong_type("stop_token_ids", "list");
+    for (const json::value& id : v->get_array()) {
+      if (!id.is_int64() || id.get_int64() < 0 || id.get_int64() > 0xffffffffLL) {
+        return p.wrong_type("stop_token_ids", "integer");
+      }
+      stop.stop_token_ids.push_back(static_cast<std::uint32_t>(id.get_int64()));
+    }
+  }
+  return p.get_bool("ignore_eos", stop.ignore_eos) &&
+         p.get_bool("include_stop_str_in_output", stop.include_stop_str_in_output);
+}
+
 bool parse_scalars(Parser& p, GenerationRequest& r) {
   std::optional<std::int64_t> n;
   bool ok = p.get_bool("stream", r.stream) && p.get_bool("return_token_ids", r.return_token_ids) &&
@@ -324,11 +390,16 @@ bool parse_scalars(Parser& p, GenerationRequest& r) {
                           "presence_penalty", "frequency_penalty"}) {
     ok = ok && p.get_number(key);
   }
-  bool ignore_eos = false;
-  ok = ok && p.get_bool("ignore_eos", ignore_eos);
+  ok = ok && parse_stop(p, r.stop);
   if (!ok) return false;
-  if (n && *n < 1) return p.fail(bad_request("n must be at least 1, got " + std::to_string(*n) + ".", "n"));
-  if (n && *n > 1) return p.fail(not_implemented("omni-sim serves n=1 only"));
+  if (n && *n < 1)
+    return p.fail(bad_request("n must be at least 1, got " + std::to_string(*n) + ".", "n"));
+  if (n && *n > kMaxChoices) {
+    return p.fail(bad_request("n must be at most " + std::to_string(kMaxChoices) +
+                                  " in omni-sim, got " + std::to_string(*n) + ".",
+                              "n"));
+  }
+  r.n = static_cast<std::uint32_t>(n.value_or(1));
   if (r.cache_salt && r.cache_salt->empty()) {
     return p.fail(validation_error("Parameter 'cache_salt' must be a non-empty string if provided.",
                                    "cache_salt"));
@@ -379,13 +450,15 @@ ParsedRequest parse_generation_request(std::string_view body, Endpoint endpoint,
   GenerationRequest r;
   r.endpoint = endpoint;
   Parser p{doc.get_object(), std::nullopt};
-  const bool ok = parse_scalars(p, r) && parse_stream_options(p, r) && parse_pd_fields(p, r) &&
-                  (endpoint == Endpoint::kCompletions ? parse_prompt(p, codec, r.prompt_tokens)
-                                                      : parse_messages(p, codec, r.prompt_tokens)) &&
-                  resolve_model(p, r, limits);
+  const bool ok =
+      parse_scalars(p, r) && parse_stream_options(p, r) && parse_pd_fields(p, r) &&
+      (endpoint == Endpoint::kCompletions ? parse_prompt(p, codec, r.prompt_tokens)
+                                          : parse_messages(p, codec, r.prompt_tokens)) &&
+      resolve_model(p, r, limits);
   if (!ok) return *p.error;
   if (r.prompt_tokens.empty()) {
-    return bad_request("Prompt cannot be empty", endpoint == Endpoint::kChat ? "messages" : "prompt");
+    return bad_request("Prompt cannot be empty",
+                       endpoint == Endpoint::kChat ? "messages" : "prompt");
   }
   if (!resolve_max_tokens(p, r, limits)) return *p.error;
   return r;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sim/api_error.hpp"
+#include "sim/output_plan.hpp"
 #include "sim/text_codec.hpp"
 
 namespace omni::sim {
@@ -24,11 +25,14 @@ struct ModelLimits {
   std::uint32_t max_model_len = 0;
 };
 
-struct Bootstrap {  // SGLang PD fields
+struct Bootstrap {  // SGLang PD fields (numeric strings coerced to integers, as SGLang does)
   std::string host;
   std::int64_t port = 0;
   std::uint64_t room = 0;
 };
+
+// The most choices one request may ask for (vLLM has no limit; omni-sim bounds the work).
+inline constexpr std::int64_t kMaxChoices = 128;
 
 struct GenerationRequest {
   Endpoint endpoint = Endpoint::kCompletions;
@@ -37,6 +41,8 @@ struct GenerationRequest {
   std::uint32_t max_tokens = 16;  // effective output limit
   std::optional<std::int64_t> requested_max_tokens;
   std::uint32_t min_tokens = 0;
+  std::uint32_t n = 1;  // choices (vLLM's parallel sampling: n engine requests)
+  StopConditions stop;  // stop, stop_token_ids, ignore_eos, include_stop_str_in_output, min_tokens
   bool stream = false;
   bool include_usage = false;
   bool continuous_usage_stats = false;

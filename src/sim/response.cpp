@@ -10,7 +10,12 @@ void append_usage(std::string& out, const Usage& u, bool full) {
   out += "{\"prompt_tokens\":" + std::to_string(u.prompt_tokens) +
          ",\"total_tokens\":" + std::to_string(u.prompt_tokens + u.completion_tokens) +
          ",\"completion_tokens\":" + std::to_string(u.completion_tokens);
-  out += full ? ",\"prompt_tokens_details\":null}" : "}";
+  if (u.cached_tokens) {
+    out +=
+        ",\"prompt_tokens_details\":{\"cached_tokens\":" + std::to_string(*u.cached_tokens) + "}}";
+  } else {
+    out += full ? ",\"prompt_tokens_details\":null}" : "}";
+  }
 }
 
 void append_ids(std::string& out, std::span<const std::uint32_t> ids, bool enabled) {
@@ -51,29 +56,39 @@ std::string json_quote(std::string_view text) {
   return boost::json::serialize(boost::json::string(text));
 }
 
-std::string format_response(const ResponseContext& ctx, std::string_view text,
-                            std::string_view finish_reason, const Usage& usage,
-                            const TokenIds& ids, std::string_view kv_transfer_params_json) {
+std::string format_response(const ResponseContext& ctx, std::span<const Choice> choices,
+                            const Usage& usage, const TokenIds& ids,
+                            std::string_view kv_transfer_params_json) {
   std::string out;
-  out.reserve(512 + text.size());
+  out.reserve(512 + 256 * choices.size());
   append_head(out, ctx, false);
-  out += ",\"choices\":[{\"index\":0,";
-  if (ctx.endpoint == Endpoint::kCompletions) {
-    out += "\"text\":" + json_quote(text) + ",\"logprobs\":null,\"finish_reason\":" +
-           finish_json(finish_reason) + ",\"stop_reason\":null,\"token_ids\":";
-    append_ids(out, ids.output, ids.enabled);
-    out += ",\"prompt_logprobs\":null,\"prompt_token_ids\":";
-    append_ids(out, ids.prompt, ids.enabled);
-    out += "}]";
-  } else {
-    out += "\"message\":{\"role\":\"assistant\",\"content\":" + json_quote(text) +
-           ",\"refusal\":null,\"annotations\":null,\"audio\":null,\"function_call\":null,"
-           "\"tool_calls\":[],\"reasoning\":null},\"logprobs\":null,\"finish_reason\":" +
-           finish_json(finish_reason) + ",\"stop_reason\":null,\"token_ids\":";
-    append_ids(out, ids.output, ids.enabled);
-    out += "}]";
+  out += ",\"choices\":[";
+  for (std::size_t k = 0; k < choices.size(); ++k) {
+    const Choice& c = choices[k];
+    if (k) out += ',';
+    out += "{\"index\":" + std::to_string(c.index) + ',';
+    if (ctx.endpoint == Endpoint::kCompletions) {
+      out += "\"text\":" + json_quote(c.text) +
+             ",\"logprobs\":null,\"finish_reason\":" + finish_json(c.finish_reason) +
+             ",\"stop_reason\":";
+      out += c.stop_reason;
+      out += ",\"token_ids\":";
+      append_ids(out, c.token_ids, ids.enabled);
+      out += ",\"prompt_logprobs\":null,\"prompt_token_ids\":";
+      append_ids(out, ids.prompt, ids.enabled);
+      out += "}";
+    } else {
+      out += "\"message\":{\"role\":\"assistant\",\"content\":" + json_quote(c.text) +
+             ",\"refusal\":null,\"annotations\":null,\"audio\":null,\"function_call\":null,"
+             "\"tool_calls\":[],\"reasoning\":null},\"logprobs\":null,\"finish_reason\":" +
+             finish_json(c.finish_reason) + ",\"stop_reason\":";
+      out += c.stop_reason;
+      out += ",\"token_ids\":";
+      append_ids(out, c.token_ids, ids.enabled);
+      out += "}";
+    }
   }
-  out += ",\"service_tier\":null,\"system_fingerprint\":" + fingerprint_json(ctx) + ",\"usage\":";
+  out += "],\"service_tier\":null,\"system_fingerprint\":" + fingerprint_json(ctx) + ",\"usage\":";
   append_usage(out, usage, true);
   if (ctx.endpoint == Endpoint::kChat) {
     out += ",\"prompt_logprobs\":null,\"prompt_token_ids\":";
@@ -86,25 +101,39 @@ std::string format_response(const ResponseContext& ctx, std::string_view text,
   return out;
 }
 
-std::string format_chunk(const ResponseContext& ctx, std::string_view text,
-                         std::string_view finish_reason, const std::optional<Usage>& usage,
-                         const TokenIds& ids, bool with_fingerprint) {
+std::string format_response(const ResponseContext& ctx, std::string_view text,
+                            std::string_view finish_reason, const Usage& usage, const TokenIds& ids,
+                            std::string_view kv_transfer_params_json) {
+  const Choice choice{0, text, finish_reason, "null", ids.output};
+  return format_response(ctx, std::span<const Choice>(&choice, 1), usage, ids,
+                         kv_transfer_params_json);
+}
+
+std::string format_chunk(const ResponseContext& ctx, const Choice& c,
+                         const std::optional<Usage>& usage, const TokenIds& ids,
+                         bool with_fingerprint) {
   std::string out;
-  out.reserve(256 + text.size());
+  out.reserve(256 + c.text.size());
   append_head(out, ctx, true);
-  out += ",\"choices\":[{\"index\":0,";
+  out += ",\"choices\":[{\"index\":" + std::to_string(c.index) + ',';
   if (ctx.endpoint == Endpoint::kCompletions) {
-    out += "\"text\":" + json_quote(text) + ",\"logprobs\":null,\"finish_reason\":" +
-           finish_json(finish_reason) + ",\"stop_reason\":null,\"prompt_token_ids\":";
+    out += "\"text\":" + json_quote(c.text) +
+           ",\"logprobs\":null,\"finish_reason\":" + finish_json(c.finish_reason) +
+           ",\"stop_reason\":";
+    out += c.finish_reason.empty() ? std::string_view("null") : c.stop_reason;
+    out += ",\"prompt_token_ids\":";
     append_ids(out, ids.prompt, ids.enabled);
     out += ",\"token_ids\":";
   } else {
-    out += "\"delta\":{\"content\":" + json_quote(text) + "},\"logprobs\":null,\"finish_reason\":" +
-           finish_json(finish_reason);
-    if (!finish_reason.empty()) out += ",\"stop_reason\":null";
+    out += "\"delta\":{\"content\":" + json_quote(c.text) +
+           "},\"logprobs\":null,\"finish_reason\":" + finish_json(c.finish_reason);
+    if (!c.finish_reason.empty()) {
+      out += ",\"stop_reason\":";
+      out += c.stop_reason;
+    }
     out += ",\"token_ids\":";
   }
-  append_ids(out, ids.output, ids.enabled);
+  append_ids(out, c.token_ids, ids.enabled);
   out += "}]";
   if (usage) {
     out += ",\"usage\":";
@@ -117,10 +146,19 @@ std::string format_chunk(const ResponseContext& ctx, std::string_view text,
   return out;
 }
 
-std::string format_role_chunk(const ResponseContext& ctx, const std::optional<Usage>& usage) {
+std::string format_chunk(const ResponseContext& ctx, std::string_view text,
+                         std::string_view finish_reason, const std::optional<Usage>& usage,
+                         const TokenIds& ids, bool with_fingerprint) {
+  return format_chunk(ctx, Choice{0, text, finish_reason, "null", ids.output}, usage, ids,
+                      with_fingerprint);
+}
+
+std::string format_role_chunk(const ResponseContext& ctx, const std::optional<Usage>& usage,
+                              std::uint32_t index) {
   std::string out;
   append_head(out, ctx, true);
-  out += ",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
+  out += ",\"choices\":[{\"index\":" + std::to_string(index) +
+         ",\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
          "\"logprobs\":null,\"finish_reason\":null}]";
   if (usage) {
     out += ",\"usage\":";

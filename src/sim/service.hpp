@@ -27,6 +27,8 @@ namespace omni::sim {
 
 // The vLLM release whose protocol omni-sim speaks (the wire-protocol spec's reference commit).
 inline constexpr const char* kVllmVersion = "0.20.0";
+// SGLang's default --disaggregation-bootstrap-port.
+inline constexpr std::uint16_t kSglangBootstrapPort = 8998;
 
 class SimService {
  public:
@@ -35,9 +37,16 @@ class SimService {
   static Result<std::unique_ptr<SimService>> create(const SimConfig& cfg);
   ~SimService();
 
-  Status start();             // driver thread + HTTP listener
+  // Driver thread + HTTP listener (+ the SGLang bootstrap listener in prefill mode). Errors:
+  // kIo when the HTTP port, or an explicitly given bootstrap port, cannot be bound.
+  Status start();
   std::uint16_t port() const;
-  void stop();                // graceful; idempotent
+  // The SGLang bootstrap service's port; 0 when none listens (not prefill mode, or the default
+  // port was busy).
+  std::uint16_t bootstrap_port() const;
+  // The deployment the engine model runs, in words (printed at start).
+  std::string deployment() const;
+  void stop();  // graceful; idempotent
   // The KV-event PUB endpoint as bound, or empty when events are off.
   std::string kv_events_endpoint() const;
 
@@ -68,6 +77,8 @@ struct SimService::Context {
   std::unique_ptr<EngineDriver> driver;
   std::unique_ptr<FaultInjector> faults;
   std::unique_ptr<http::Server> server;
+  std::unique_ptr<http::Server> bootstrap;  // prefill mode: SGLang's bootstrap port
+  std::string deployment;                   // e.g. "deepseek-v3 on 16 x h800 (...)"
   std::atomic<std::uint64_t> request_counter{0};
   std::atomic<std::int64_t> in_flight{0};
   std::uint64_t kv_published_seen = 0;  // driver thread (event sink) only
@@ -76,6 +87,6 @@ struct SimService::Context {
 
 // Route handlers (generate.cpp).
 http::Handler make_generate_handler(SimService::Context& ctx, Endpoint endpoint);
-http::Handler make_kv_pull_handler(SimService::Context& ctx);
+http::Handler make_kv_pull_handler(SimService::Context& ctx);  // pd_client.cpp
 
 }  // namespace omni::sim

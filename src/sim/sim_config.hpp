@@ -33,8 +33,9 @@ struct SimConfig {
   std::uint32_t block_size = 16;
   std::optional<std::uint64_t> num_gpu_blocks_override;
   std::optional<std::uint32_t> max_model_len;
-  std::uint32_t tensor_parallel_size = 1;
-  std::uint32_t data_parallel_size = 1;
+  // Unset (neither flag, nor --num-gpu-blocks-override): omni-sim picks a layout that fits.
+  std::optional<std::uint32_t> tensor_parallel_size;
+  std::optional<std::uint32_t> data_parallel_size;
   bool enable_expert_parallel = false;
   bool enable_prefix_caching = true;
   std::string prefix_caching_hash_algo = "sha256";
@@ -48,14 +49,25 @@ struct SimConfig {
   double kv_link_gbps = 25.0;
   Duration request_timeout = 600s;
   std::string disaggregation_mode = "null";  // SGLang's flag: null, prefill, decode
+  // SGLang's --disaggregation-bootstrap-port: the prefill side's bootstrap service (0: a free
+  // port, printed). Defaulted and busy, it is skipped with a warning (see docs/omni-sim.md).
+  std::optional<std::uint16_t> disaggregation_bootstrap_port;
   Duration bootstrap_timeout = 30s;
+  bool enable_prompt_tokens_details = false;  // vLLM's flag: usage.prompt_tokens_details
   unsigned io_threads = 1;
   double fault_error_rate = 0.0;
   std::uint16_t fault_error_status = 500;
   Duration fault_latency = 0s;
   double fault_stall_rate = 0.0;
-  Duration fault_stall_duration = 0s;
+  Duration fault_stall_duration = 0s;  // 0: the stall lasts until the client goes away
+  std::uint32_t fault_stall_after_tokens = 1;
   std::uint64_t fault_crash_after = 0;
+  std::uint64_t fault_crash_after_tokens = 0;
+  double fault_stream_error_rate = 0.0;
+  std::uint32_t fault_stream_error_after_tokens = 1;
+  double fault_hang_rate = 0.0;
+  bool fault_unresponsive = false;
+  bool fault_bootstrap_never_connects = false;
   Duration fault_refuse_connections_for = 0s;
   config::LogConfig log;
 };
@@ -68,10 +80,13 @@ Result<std::optional<kvcache::ZmqPublisherConfig>> parse_kv_events_config(
 
 // --kv-transfer-config (vLLM's JSON): what omni-sim uses of it.
 struct KvTransferConfig {
-  std::string connector;       // "NixlConnector", ...; empty when not given
+  std::string connector;  // "NixlConnector", ...; empty when not given
   std::string role = "kv_both";
-  std::string engine_id;       // empty: derived from the seed and port
-  double lease_seconds = 30.0; // kv_connector_extra_config.kv_lease_duration
+  std::string engine_id;        // empty: derived from the seed and port
+  double lease_seconds = 30.0;  // kv_connector_extra_config.kv_lease_duration
+  // vLLM's kv_load_failure_policy: what a decode does when the remote KV cannot be loaded
+  // (held no longer, prefill unreachable). omni-sim's default is recompute (vLLM's is fail).
+  bool recompute_on_load_failure = true;
 };
 Result<KvTransferConfig> parse_kv_transfer_config(const std::optional<std::string>& json);
 
@@ -83,6 +98,10 @@ struct EngineSetup {
   engine::HardwareProfile hardware;
   engine::ParallelLayout layout;
   engine::MtpConfig mtp;
+  // No layout was given (no --tensor-parallel-size, --data-parallel-size or
+  // --num-gpu-blocks-override): `layout` is the smallest one whose KV cache holds a whole
+  // max_model_len context, and `picked` says so in words (printed at start).
+  std::optional<std::string> picked;
 };
 Result<EngineSetup> engine_setup(const SimConfig& cfg, bool emit_kv_events);
 

@@ -26,6 +26,7 @@ struct FinishedRequest {
 struct EngineGauges {
   double running = 0, waiting = 0, kv_cache_usage = 0;
   double prefix_cache_queries = 0, prefix_cache_hits = 0, preemptions = 0;
+  double held = 0;  // PD prefill side: requests holding KV for a decode instance
 };
 
 struct CacheInfo {
@@ -44,7 +45,16 @@ class SimMetrics {
                                                     std::function<EngineGauges()> gauges);
 
   void on_step(std::uint32_t scheduled_tokens);
-  void on_prompt_computed(std::uint32_t tokens);
+  // A request's prompt, counted once with its first output token as vLLM's iteration stats do
+  // (PromptTokenStats): `cached` is vLLM's num_cached_tokens (local prefix hits plus KV
+  // transferred, at most prompt - 1), `external` the tokens whose KV was transferred.
+  void on_prompt(std::uint32_t prompt, std::uint32_t cached, std::uint32_t external);
+  // PD prefill side: a hold registered ("held") or ended ("pulled", "expired", "aborted"), or
+  // a second request refused a key already held ("refused").
+  void on_kv_hold(const std::string& outcome);
+  // PD decode side: the remote KV could not be loaded (`reason`: not_held, unreachable,
+  // bootstrap_timeout) and the request was recomputed locally or failed (`action`).
+  void on_kv_load_failure(const std::string& reason, const std::string& action);
   void on_tokens(std::uint32_t new_tokens, double since_last_token_s, bool first);
   void on_finish(const FinishedRequest& r);
   void on_fault(const std::string& kind);
@@ -59,6 +69,13 @@ class SimMetrics {
   metrics::Registry* registry_ = nullptr;
   std::string model_;
   metrics::Counter* prompt_tokens_ = nullptr;
+  metrics::Counter* prompt_tokens_cached_ = nullptr;
+  metrics::Counter* prompt_tokens_recomputed_ = nullptr;
+  metrics::Counter* prompt_local_compute_ = nullptr;
+  metrics::Counter* prompt_local_cache_hit_ = nullptr;
+  metrics::Counter* prompt_external_ = nullptr;
+  metrics::CounterFamily* kv_holds_ = nullptr;
+  metrics::CounterFamily* kv_load_failures_ = nullptr;
   metrics::Counter* generation_tokens_ = nullptr;
   metrics::Histogram* ttft_ = nullptr;
   metrics::Histogram* itl_ = nullptr;

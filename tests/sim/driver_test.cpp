@@ -6,8 +6,10 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
+#include <variant>
 
 #include "sim/driver.hpp"
 #include "sim/sim_config.hpp"
@@ -17,14 +19,15 @@ namespace {
 
 using namespace std::chrono_literals;
 
-engine::Engine small_engine() {
+engine::Engine small_engine(bool events = false) {
   SimConfig cfg;
   cfg.num_gpu_blocks_override = 512;
   cfg.max_model_len = 4096;
-  auto setup = engine_setup(cfg, false);
+  auto setup = engine_setup(cfg, events);
   EXPECT_TRUE(setup) << setup.error().message;
   return engine::Engine(setup->config,
-                        engine::CostModel(setup->model, setup->hardware, setup->layout, setup->mtp), 1);
+                        engine::CostModel(setup->model, setup->hardware, setup->layout, setup->mtp),
+                        1);
 }
 
 // Waits on the channel from a coroutine, as a handler does, until the request is done.
@@ -102,7 +105,7 @@ TEST(EngineDriver, HeldPrefillKvIsPulledOnce) {
   DriverOptions options;
   options.speed = 100;
   options.kv_lease_seconds = 1e6;  // never expires within the test
-  boost::asio::io_context io;  // outlives the driver, which may still hold channels
+  boost::asio::io_context io;      // outlives the driver, which may still hold channels
   EngineDriver driver(small_engine(), clock, options, nullptr, nullptr);
   driver.start();
   auto channel = driver.submit(prefill_only("cmpl-a-0"), io.get_executor());
@@ -122,7 +125,7 @@ TEST(EngineDriver, HeldPrefillKvLeaseExpiresInModelTime) {
   DriverOptions options;
   options.speed = 1e4;
   options.kv_lease_seconds = 1.0;  // 0.1 ms of wall time
-  boost::asio::io_context io;  // outlives the driver, which may still hold channels
+  boost::asio::io_context io;      // outlives the driver, which may still hold channels
   EngineDriver driver(small_engine(), clock, options, nullptr, nullptr);
   driver.start();
   auto channel = driver.submit(prefill_only("cmpl-b-0"), io.get_executor());
@@ -131,6 +134,132 @@ TEST(EngineDriver, HeldPrefillKvLeaseExpiresInModelTime) {
   // The driver expires leases between steps and at least every 20 ms of wall time.
   std::this_thread::sleep_for(100ms);
   EXPECT_FALSE(driver.release_held("cmpl-b-0"));
+}
+
+// Polls `done` (the driver thread applies commands asynchronously); false after 5 s.
+template <class F>
+bool eventually(F done) {
+  for (int k = 0; k < 5000; ++k) {
+    if (done()) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return done();
+}
+
+TEST(EngineDriver, ASecondHoldUnderALiveKeyIsRefusedAndNothingLeaks) {
+  SteadyClock clock(100);
+  DriverOptions options;
+  options.speed = 100;
+  options.kv_lease_seconds = 1e6;
+  boost::asio::io_context io;
+  EngineDriver driver(small_engine(), clock, options, nullptr, nullptr);
+  driver.start();
+  auto first = driver.submit(prefill_only("cmpl-dup-0"), io.get_executor());
+  ASSERT_TRUE(first);
+  // While the first prefill runs, and after it holds its KV: the key is taken.
+  auto while_running = driver.submit(prefill_only("cmpl-dup-0"), io.get_executor());
+  ASSERT_FALSE(while_running);
+  EXPECT_EQ(while_running.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(run_to_end(io, *first).finish, engine::FinishReason::kPrefillDone);
+  EXPECT_FALSE(driver.submit(prefill_only("cmpl-dup-0"), io.get_executor()));
+  ASSERT_TRUE(eventually([&] { return driver.gauges().held == 1; }));
+  const double held_usage = driver.gauges().kv_cache_usage;
+  EXPECT_GT(held_usage, 0.0);
+  auto held = driver.release_held("cmpl-dup-0");
+  ASSERT_TRUE(held);
+  EXPECT_EQ(held->prompt_tokens, 64u);  // the first request's KV, intact
+  EXPECT_TRUE(
+      eventually([&] { return driver.gauges().kv_cache_usage == 0 && driver.gauges().held == 0; }));
+  // Pulled: the key is free again.
+  EXPECT_TRUE(driver.submit(prefill_only("cmpl-dup-0"), io.get_executor()));
+}
+
+TEST(EngineDriver, AbortFreesAHoldAndTheGaugesFollowOnAnIdleEngine) {
+  SteadyClock clock(100);
+  DriverOptions options;
+  options.speed = 100;
+  options.kv_lease_seconds = 1e6;
+  boost::asio::io_context io;
+  EngineDriver driver(small_engine(), clock, options, nullptr, nullptr);
+  driver.start();
+  auto channel = driver.submit(prefill_only("cmpl-c-0"), io.get_executor());
+  ASSERT_TRUE(channel);
+  EXPECT_EQ(run_to_end(io, *channel).finish, engine::FinishReason::kPrefillDone);
+  driver.abort((*channel)->id);  // the client went away before reading the params
+  EXPECT_TRUE(
+      eventually([&] { return driver.gauges().kv_cache_usage == 0 && driver.gauges().held == 0; }));
+  EXPECT_FALSE(driver.release_held("cmpl-c-0"));
+}
+
+TEST(EngineDriver, AbortedRunningRequestsLeaveNothingRunning) {
+  SteadyClock clock(1.0);  // real time: the request is still running when aborted
+  DriverOptions options;
+  boost::asio::io_context io;
+  EngineDriver driver(small_engine(), clock, options, nullptr, nullptr);
+  driver.start();
+  auto channel = driver.submit(request(1000, 3000), io.get_executor());
+  ASSERT_TRUE(channel);
+  ASSERT_TRUE(eventually([&] { return driver.gauges().running == 1; }));
+  driver.abort((*channel)->id);
+  EXPECT_EQ(run_to_end(io, *channel).finish, engine::FinishReason::kAbort);
+  EXPECT_TRUE(eventually([&] {
+    const EngineGauges g = driver.gauges();
+    return g.running == 0 && g.waiting == 0 && g.kv_cache_usage == 0;
+  }));
+}
+
+TEST(EngineDriver, AbortWhileWaitingForATransferWakesTheHandler) {
+  SteadyClock clock(1.0);
+  DriverOptions options;
+  boost::asio::io_context io;
+  EngineDriver driver(small_engine(), clock, options, nullptr, nullptr);
+  driver.start();
+  Submission s = request(64, 4);
+  s.spec.kv_preloaded = true;
+  s.transfer_seconds = 3600;
+  auto channel = driver.submit(std::move(s), io.get_executor());
+  ASSERT_TRUE(channel);
+  driver.abort((*channel)->id);
+  EXPECT_EQ(run_to_end(io, *channel).finish, engine::FinishReason::kAbort);
+  EXPECT_TRUE(eventually([&] { return driver.gauges().waiting == 0; }));
+}
+
+TEST(EngineDriver, LeaseExpiryFreesTheBlocks) {
+  SteadyClock clock(1e4);
+  DriverOptions options;
+  options.speed = 1e4;
+  options.kv_lease_seconds = 1.0;
+  boost::asio::io_context io;
+  EngineDriver driver(small_engine(), clock, options, nullptr, nullptr);
+  driver.start();
+  auto channel = driver.submit(prefill_only("cmpl-e-0"), io.get_executor());
+  ASSERT_TRUE(channel);
+  EXPECT_EQ(run_to_end(io, *channel).finish, engine::FinishReason::kPrefillDone);
+  EXPECT_TRUE(
+      eventually([&] { return driver.gauges().kv_cache_usage == 0 && driver.gauges().held == 0; }));
+}
+
+TEST(EngineDriver, ResetPrefixCacheOnlyWhenNothingIsInUse) {
+  SteadyClock clock(100);
+  DriverOptions options;
+  options.speed = 100;
+  options.kv_lease_seconds = 1e6;
+  boost::asio::io_context io;
+  std::atomic<int> cleared{0};
+  EngineDriver driver(small_engine(true), clock, options, nullptr,
+                      [&](std::vector<kvcache::KVEvent> events) {
+                        for (const auto& e : events)
+                          cleared += std::holds_alternative<kvcache::AllBlocksCleared>(e) ? 1 : 0;
+                      });
+  driver.start();
+  auto channel = driver.submit(prefill_only("cmpl-r-0"), io.get_executor());
+  ASSERT_TRUE(channel);
+  run_to_end(io, *channel);
+  EXPECT_FALSE(driver.reset_prefix_cache().get());  // blocks held for a decode
+  ASSERT_TRUE(driver.release_held("cmpl-r-0"));
+  EXPECT_TRUE(driver.reset_prefix_cache().get());
+  // AllBlocksCleared reaches subscribers at once, though no step follows on the idle engine.
+  EXPECT_TRUE(eventually([&] { return cleared.load() == 1; }));
 }
 
 TEST(EngineDriver, StopFailsWhatIsInFlight) {

@@ -46,7 +46,8 @@ TEST_F(RequestTest, TokenPromptsAndAliasesAndStreamOptions) {
 
 TEST_F(RequestTest, ChatRendersMessagesAndUsesMaxCompletionTokens) {
   auto r = ok(R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":3,
-                  "max_completion_tokens":4})", Endpoint::kChat);
+                  "max_completion_tokens":4})",
+              Endpoint::kChat);
   EXPECT_EQ(codec_->decode(r.prompt_tokens), "<|user|>\nhi\n<|assistant|>\n");
   EXPECT_EQ(r.max_tokens, 4u);
   // No limit: the rest of the context.
@@ -112,7 +113,9 @@ TEST_F(RequestTest, StreamOptionsNeedStream) {
 TEST_F(RequestTest, EmptyPromptAndBatchesAndN) {
   EXPECT_EQ(error_of(R"({"prompt":""})").message, "Prompt cannot be empty");
   EXPECT_EQ(error_of(R"({"prompt":["a","b"]})").status, 501);
-  EXPECT_EQ(error_of(R"({"prompt":"x","n":2})").status, 501);
+  EXPECT_EQ(ok(R"({"prompt":"x","n":3})").n, 3u);
+  EXPECT_EQ(error_of(R"({"prompt":"x","n":0})").status, 400);
+  EXPECT_EQ(error_of(R"({"prompt":"x","n":129})").param, "n");
   EXPECT_EQ(error_of(R"({"prompt":[-1]})").status, 400);
 }
 
@@ -124,6 +127,36 @@ TEST_F(RequestTest, PdAndBootstrapFields) {
   ASSERT_TRUE(r.bootstrap);
   EXPECT_EQ(r.bootstrap->room, 42u);
   EXPECT_EQ(error_of(R"({"prompt":"x","kv_transfer_params":[1]})").param, "kv_transfer_params");
+}
+
+TEST_F(RequestTest, BootstrapFieldsAcceptNumericStringsAsSglang) {
+  auto r =
+      ok(R"({"prompt":"x","bootstrap_host":"h","bootstrap_port":" 8998","bootstrap_room":"42"})");
+  ASSERT_TRUE(r.bootstrap);
+  EXPECT_EQ(r.bootstrap->port, 8998);
+  EXPECT_EQ(r.bootstrap->room, 42u);
+  auto bad =
+      error_of(R"({"prompt":"x","bootstrap_host":"h","bootstrap_port":"80a","bootstrap_room":1})");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.param, "bootstrap_port");
+  EXPECT_EQ(bad.message, "Input should be a valid integer, unable to parse string as an integer");
+  EXPECT_EQ(error_of(R"({"prompt":"x","bootstrap_host":"h","bootstrap_room":"-3"})").param,
+            "bootstrap_room");
+}
+
+TEST_F(RequestTest, StopConditions) {
+  auto r = ok(R"({"prompt":"x","max_tokens":9,"stop":["a","bc"],"stop_token_ids":[7,8],
+                  "ignore_eos":true,"include_stop_str_in_output":true,"min_tokens":2})");
+  EXPECT_EQ(r.stop.stop, (std::vector<std::string>{"a", "bc"}));
+  EXPECT_EQ(r.stop.stop_token_ids, (std::vector<std::uint32_t>{7, 8}));
+  EXPECT_TRUE(r.stop.ignore_eos);
+  EXPECT_TRUE(r.stop.include_stop_str_in_output);
+  EXPECT_EQ(r.stop.min_tokens, 2u);
+  EXPECT_EQ(ok(R"({"prompt":"x","stop":"end"})").stop.stop, (std::vector<std::string>{"end"}));
+  EXPECT_EQ(error_of(R"({"prompt":"x","stop":3})").param, "stop");
+  EXPECT_EQ(error_of(R"({"prompt":"x","stop_token_ids":[-1]})").param, "stop_token_ids");
+  auto min = error_of(R"({"prompt":"x","max_tokens":3,"min_tokens":4})");
+  EXPECT_EQ(min.message, "min_tokens must be less than or equal to max_tokens=3, got 4.");
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ post() {  # post <port> <path> <json> [curl args...] -> body in $work/body, stat
 st=0; "$sim" --port 70000 >"$work/bad.txt" 2>&1 || st=$?
 expect_eq "$st" 2 "exit status for --port 70000"
 check "$work/bad.txt" "port" "the bad flag is not named"
-st=0; "$sim" --port 0 --model deepseek-ai/DeepSeek-V3 --hardware h800 >"$work/nofit.txt" 2>&1 || st=$?
+st=0; "$sim" --port 0 --model deepseek-ai/DeepSeek-V3 --hardware h800 --tensor-parallel-size 1 >"$work/nofit.txt" 2>&1 || st=$?
 expect_eq "$st" 2 "exit status for a model that does not fit"
 check "$work/nofit.txt" "larger than the maximum number of tokens that can be stored in KV cache" "no vLLM message"
 "$sim" --help >"$work/help.txt"
@@ -175,25 +175,34 @@ expect_eq "$status" 200 "prefill status"
 params=$(jq -c .kv_transfer_params "$work/body")
 expect_eq "$(jq -r .do_remote_prefill <<<"$params")" true "prefill params do_remote_prefill"
 expect_eq "$(jq -r .remote_port <<<"$params")" "$main_port" "prefill params remote_port"
-expect_eq "$(jq -r .remote_request_id <<<"$params")" "cmpl-pd-1-0" "prefill params remote_request_id"
+[[ "$(jq -r .remote_request_id <<<"$params")" =~ ^cmpl-pd-1-0-[0-9a-f]{8}$ ]] \
+  || fail "prefill params remote_request_id: $(jq -r .remote_request_id <<<"$params") (want cmpl-pd-1-0-<8 hex>, as vLLM)"
 [ "$(jq '.remote_block_ids[0] | length' <<<"$params")" -gt 0 ] || fail "no remote_block_ids"
 post "$decode_port" /v1/completions "{\"prompt\":\"$pd_prompt\",\"max_tokens\":6,\"kv_transfer_params\":$params}" -H 'X-Request-Id: pd-1'
 expect_eq "$status" 200 "decode status ($(cat "$work/body"))"
 expect_eq "$(jq -r .usage.completion_tokens "$work/body")" 6 "decode completion_tokens"
-# The same params again: the prefill side no longer holds the KV → a clear error, no hang.
+# The same params again: the prefill side no longer holds the KV. As vLLM with
+# kv_load_failure_policy "recompute", the decode recomputes the prompt locally (never a 400),
+# and counts it.
 post "$decode_port" /v1/completions "{\"prompt\":\"$pd_prompt\",\"max_tokens\":6,\"kv_transfer_params\":$params}" -m 10
-expect_eq "$status" 400 "stale params status"
-check "$work/body" "stale" "stale params message"
+expect_eq "$status" 200 "stale params status ($(cat "$work/body"))"
+expect_eq "$(jq -r .usage.completion_tokens "$work/body")" 6 "recomputed completion_tokens"
+curl -s "http://127.0.0.1:$decode_port/metrics" >"$work/decode_metrics.txt"
+check "$work/decode_metrics.txt" 'omni_sim_kv_load_failures_total{reason="not_held",action="recompute"} 1' "recompute not counted"
 post "$decode_port" /v1/completions "{\"prompt\":\"x\",\"kv_transfer_params\":{\"do_remote_prefill\":true,\"remote_block_ids\":[[1]]}}"
 expect_eq "$status" 400 "invalid params status"
 check "$work/body" "remote_engine_id" "invalid params message"
 
-# 9b. SGLang PD: the same body, with bootstrap fields, sent to both halves at once.
-start sglp "${common[@]}" --disaggregation-mode prefill
+# 9b. SGLang PD: the same body, with bootstrap fields, sent to both halves at once; the
+#     prefill's bootstrap is on its own port (SGLang's --disaggregation-bootstrap-port), and
+#     bootstrap_port/bootstrap_room may be numeric strings (SGLang's request model coerces them).
+start sglp "${common[@]}" --disaggregation-mode prefill --disaggregation-bootstrap-port 0
 sglp_port=$port
+sglp_boot=$(sed -n 's/.*omni-sim bootstrap listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$work/sglp.log" | head -1)
+[ -n "$sglp_boot" ] && [ "$sglp_boot" != "$sglp_port" ] || fail "no separate bootstrap port in the log"
 start sgld "${common[@]}" --disaggregation-mode decode --bootstrap-timeout 1s
 sgld_port=$port
-sgl_body="{\"prompt\":\"$pd_prompt\",\"max_tokens\":7,\"bootstrap_host\":\"127.0.0.1\",\"bootstrap_port\":$sglp_port,\"bootstrap_room\":12345}"
+sgl_body="{\"prompt\":\"$pd_prompt\",\"max_tokens\":7,\"ignore_eos\":true,\"bootstrap_host\":\"127.0.0.1\",\"bootstrap_port\":\"$sglp_boot\",\"bootstrap_room\":\"12345\"}"
 curl -s -o "$work/sgl_d.json" -H 'Content-Type: application/json' --data-binary "$sgl_body" \
   "http://127.0.0.1:$sgld_port/v1/completions" &
 sgl_d_pid=$!
@@ -201,9 +210,14 @@ post "$sglp_port" /v1/completions "$sgl_body"
 expect_eq "$status" 200 "sglang prefill status"
 wait "$sgl_d_pid" || fail "sglang decode request failed"
 expect_eq "$(jq -r .usage.completion_tokens "$work/sgl_d.json")" 7 "sglang decode completion_tokens"
-# A room nobody prefills: a clear error once --bootstrap-timeout has passed.
-post "$sgld_port" /v1/completions '{"prompt":"x","max_tokens":2,"bootstrap_host":"127.0.0.1","bootstrap_port":'"$sglp_port"',"bootstrap_room":999}' -m 60
-expect_eq "$status" 400 "unpaired bootstrap room status"
+# A non-numeric string is SGLang's (pydantic's) validation error.
+post "$sgld_port" /v1/completions '{"prompt":"x","bootstrap_host":"127.0.0.1","bootstrap_port":"80a","bootstrap_room":1}'
+expect_eq "$status" 400 "non-numeric bootstrap_port status"
+check "$work/body" "unable to parse string as an integer" "non-numeric bootstrap_port message"
+# A room nobody prefills: a server error (SGLang's KV transfer timeout, not the client's fault)
+# once --bootstrap-timeout has passed.
+post "$sgld_port" /v1/completions '{"prompt":"x","max_tokens":2,"bootstrap_host":"127.0.0.1","bootstrap_port":'"$sglp_boot"',"bootstrap_room":999}' -m 60
+expect_eq "$status" 500 "unpaired bootstrap room status"
 
 # 10. Faults: injected errors are counted; crash-after exits the process.
 start faulty "${common[@]}" --fault-error-rate 1 --fault-error-status 503
