@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "omni/config/cli.hpp"
+#include "omni/model/blas_env.hpp"
 #include "omni/model/engine.hpp"
 #include "omni/model/generate.hpp"
 #include "omni/model/make_model.hpp"
@@ -414,6 +415,7 @@ int serve(int argc, char** argv, int model_index) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  omni::model::prefer_openblas_core(argv);
   if (argc < 2) {
     std::cerr << "usage: omni-serve MODEL [--host H --port P --threads N] | run MODEL ... | "
                  "make-model ... OUT\n";

@@ -25,6 +25,7 @@
 
 #include "../../src/model/engine/ops.hpp"
 #include "../../src/model/kernels/kernels.hpp"
+#include "omni/model/blas_env.hpp"
 #include "omni/model/engine.hpp"
 
 namespace {
@@ -190,6 +191,7 @@ struct Args {
 }  // namespace
 
 int main(int argc, char** argv) {
+  omni::model::prefer_openblas_core(argv);
   Args a;
   if (argc < 2) {
     std::fprintf(stderr,
