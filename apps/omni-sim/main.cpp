@@ -34,6 +34,7 @@ int run(const omni::sim::SimConfig& cfg) {
     std::cerr << "omni-sim: " << service.error().message << "\n";
     return 2;
   }
+  logger->info("omni-sim deployment: {}", (*service)->deployment());
   boost::asio::io_context io;
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   bool signalled = false;
@@ -63,7 +64,6 @@ int run(const omni::sim::SimConfig& cfg) {
                omni::sim::has_model_chat_template(*(*service)->context().codec)
                    ? "the model's chat template"
                    : "the built-in role template (no chat_template)");
-  logger->info("omni-sim deployment: {}", (*service)->deployment());
   if ((*service)->bootstrap_port() != 0) {
     logger->info("omni-sim bootstrap listening on {}:{}", cfg.host, (*service)->bootstrap_port());
   }
