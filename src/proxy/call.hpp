@@ -7,10 +7,35 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "gateway_impl.hpp"
 
 namespace omni::proxy {
+
+// A placement's lease, released exactly once: by release(), or neutrally when the guard is
+// destroyed first (an early return, a cancelled coroutine). Move-only.
+class LeaseGuard {
+ public:
+  LeaseGuard(Dispatcher& dispatcher, const Lease& lease)
+      : dispatcher_(&dispatcher), lease_(lease) {}
+  LeaseGuard(LeaseGuard&& other) noexcept
+      : dispatcher_(std::exchange(other.dispatcher_, nullptr)), lease_(other.lease_) {}
+  LeaseGuard& operator=(LeaseGuard&&) = delete;
+  LeaseGuard(const LeaseGuard&) = delete;
+  LeaseGuard& operator=(const LeaseGuard&) = delete;
+  ~LeaseGuard() { release(Outcome::kNeutral); }
+
+  void release(Outcome outcome) {
+    if (dispatcher_ == nullptr) return;
+    std::exchange(dispatcher_, nullptr)->release(lease_, outcome);
+  }
+  bool held() const noexcept { return dispatcher_ != nullptr; }
+
+ private:
+  Dispatcher* dispatcher_;
+  Lease lease_;
+};
 
 struct Call {
   Call(Gateway::Impl& gateway, http::Request& req, http::ResponseWriter& out, Api route_api)
@@ -39,6 +64,10 @@ struct Call {
   std::uint32_t decode_retries = 0;
   std::uint64_t bytes_out = 0;
   std::uint64_t events = 0;
+  // The decode leg's lease while its engine runs. The relay releases it (success) as soon as
+  // the engine's stream has ended, before a slow client has read it all: the node's budget
+  // follows what the engine does, not how fast the client reads.
+  LeaseGuard* decode_lease = nullptr;
   // The client closed its connection while the call waited (queue, engine): nothing more is
   // written to it, its engine calls are cancelled, the outcome is client_disconnected.
   bool client_gone = false;

@@ -69,6 +69,10 @@ void describe_limits(config::Schema<LimitsConfig>& s) {
   s.bytes("max_body_bytes", &C::max_body_bytes, "Largest request body (413 beyond)").min(1024);
   s.bytes("max_header_bytes", &C::max_header_bytes, "Largest request head (431 beyond)").min(1024);
   s.field("max_connections", &C::max_connections, "Client connections (503 beyond)").min(1);
+  s.bytes("stream_backlog_bytes", &C::stream_backlog_bytes,
+          "Per stream, engine output a slow client has not read yet that the proxy keeps; "
+          "beyond it the engine stream is paused")
+      .min(1024);
   s.field("queue_capacity", &C::queue_capacity,
           "Requests waiting in the proxy when every node is over its thresholds (429 beyond)");
   s.field("node_max_outstanding_tokens", &C::node_max_outstanding_tokens,

@@ -58,6 +58,15 @@ http::Headers client_headers(const Call& call, const http::Headers& upstream) {
   return headers;
 }
 
+// A write to the client failed: it left, or stopped reading for longer than
+// timeouts.client_write (cut, and logged as such).
+void client_write_failed(Call& call, const Status& written) {
+  const bool too_slow = written.error().code == ErrorCode::kTimeout;
+  call.outcome = too_slow ? RequestOutcome::kClientTooSlow : RequestOutcome::kClientDisconnected;
+  call.error = too_slow ? "the client read too slowly: cut after timeouts.client_write"
+                        : "the client went away during the stream";
+}
+
 // The client left while its engine call ran: the call was cancelled (its engine connection
 // closed, so the engine aborts); nothing is written back.
 LegResult client_left(Call& call) {
@@ -141,10 +150,10 @@ Task<LegResult> relay(Call& call, http::ResponseStream& stream, std::string firs
       call.g.metrics.relayed_events->inc(static_cast<double>(events));
     }
     call.bytes_out += piece.size();
-    if (!co_await call.writer.write_chunk(piece)) {
-      // The client went away: returning destroys the stream, which closes the engine
-      // connection, and the engine aborts the request.
-      call.outcome = RequestOutcome::kClientDisconnected;
+    if (Status written = co_await call.writer.write_chunk(piece); !written) {
+      // The client went away (or read too slowly): returning destroys the stream, which
+      // closes the engine connection, and the engine aborts the request.
+      client_write_failed(call, written);
       call.g.metrics.cancelled_legs->inc();
       co_return LegResult{LegEnd::kDone, Outcome::kNeutral};
     }
@@ -169,7 +178,11 @@ Task<LegResult> relay(Call& call, http::ResponseStream& stream, std::string firs
     if (!*next) break;
     piece = std::move(**next);
   }
-  (void)co_await call.writer.end_stream();
+  // The engine is done: its node's budget is free now, while the client may still be reading
+  // the stream's backlog (ResponseWriter::write_chunk keeps up to stream_backlog_bytes).
+  if (call.decode_lease) call.decode_lease->release(Outcome::kSuccess);
+  if (Status flushed = co_await call.writer.end_stream(); !flushed)
+    client_write_failed(call, flushed);
   co_return LegResult{LegEnd::kDone, Outcome::kSuccess};
 }
 

@@ -191,8 +191,11 @@ Task<void> run_decode(Call& call, const std::string& body, std::string group) {
     call.decode_node = placement->node;
     call.entry.decode_node.store(placement->lease.node, std::memory_order_relaxed);
     std::string attempt_body = body;
+    LeaseGuard lease(*call.g.dispatcher, placement->lease);
+    call.decode_lease = &lease;
     const LegResult result = co_await decode_once(call, *placement, std::move(attempt_body));
-    call.g.dispatcher->release(placement->lease, result.node_outcome);
+    call.decode_lease = nullptr;
+    lease.release(result.node_outcome);
     if (result.end == LegEnd::kDone) co_return;
     call.g.metrics.decode_errors->inc();
     tried.push_back(placement->lease.node);
@@ -275,13 +278,13 @@ Task<void> run_parallel(Call& call) {
       co_await answer_no_node(call, decode.error());
       co_return;
     }
+    LeaseGuard decode_lease(*call.g.dispatcher, decode->lease);
     call.life.mark(Stage::kDecodeScheduled, call.g.clock.now());
     call.decode_node = decode->node;
     call.entry.decode_node.store(decode->lease.node, std::memory_order_relaxed);
     auto node = call.g.directory.find(prefill->node);
     if (!node) {
       call.g.dispatcher->release(prefill->lease, Outcome::kNeutral);
-      call.g.dispatcher->release(decode->lease, Outcome::kNeutral);
       tried_prefill.push_back(prefill->lease.node);
       continue;
     }
@@ -290,7 +293,6 @@ Task<void> run_parallel(Call& call) {
     auto body = bootstrap_body(call.request.body, bootstrap);
     if (!body) {
       call.g.dispatcher->release(prefill->lease, Outcome::kNeutral);
-      call.g.dispatcher->release(decode->lease, Outcome::kNeutral);
       co_await answer_error(call, 400, body.error().message, RequestOutcome::kClientError);
       co_return;
     }
@@ -298,10 +300,12 @@ Task<void> run_parallel(Call& call) {
     bool decode_ended = false;
     LegResult decode_result;
     std::string prefill_copy = *body;
+    call.decode_lease = &decode_lease;
     // Named first: GCC 12 mishandles temporaries inside a co_await expression.
     auto both = decode_leg(call, *decode, std::move(*body), decode_ended) ||
                 prefill_leg(call, *node, std::move(prefill_copy), prefill_end);
     auto winner = co_await std::move(both);
+    call.decode_lease = nullptr;
     if (winner.index() == 0) decode_result = std::get<0>(winner);
     const bool prefill_failed = prefill_end == PrefillEnd::kFailed;
     if (prefill_failed) {
@@ -316,12 +320,12 @@ Task<void> run_parallel(Call& call) {
     call.g.dispatcher->release(prefill->lease, prefill_outcome);
     if (winner.index() == 1) {
       // The prefill failed and the decode was cancelled; the decode node is not to blame.
-      call.g.dispatcher->release(decode->lease, Outcome::kNeutral);
+      decode_lease.release(Outcome::kNeutral);
       if (call.writer.started()) co_return;  // the decode already sent the error event
       tried_prefill.push_back(prefill->lease.node);
       continue;
     }
-    call.g.dispatcher->release(decode->lease, decode_result.node_outcome);
+    decode_lease.release(decode_result.node_outcome);
     if (decode_result.end == LegEnd::kDone) co_return;
     call.g.metrics.decode_errors->inc();
     tried_decode.push_back(decode->lease.node);

@@ -39,6 +39,7 @@ http::ServerOptions server_options(const ProxyConfig& c) {
   o.max_connections = c.limits.max_connections;
   o.max_header_bytes = c.limits.max_header_bytes;
   o.max_body_bytes = c.limits.max_body_bytes;
+  o.stream_backlog_bytes = c.limits.stream_backlog_bytes;
   o.idle_timeout = c.timeouts.client_idle;
   o.write_timeout = c.timeouts.client_write;
   o.shutdown_grace = c.timeouts.shutdown_grace;

@@ -26,8 +26,8 @@ Result<metrics::Counter*> plain_counter(metrics::Registry& registry, std::string
 
 std::string_view outcome_name(RequestOutcome outcome) noexcept {
   static constexpr std::array<std::string_view, kOutcomeCount> kNames = {
-      "success",        "client_error", "rejected",           "timeout",
-      "upstream_error", "stream_error", "client_disconnected"};
+      "success",      "client_error",        "rejected",       "timeout", "upstream_error",
+      "stream_error", "client_disconnected", "client_too_slow"};
   return kNames[static_cast<std::size_t>(outcome)];
 }
 

@@ -21,8 +21,9 @@ enum class RequestOutcome : std::uint8_t {
   kUpstreamError,       // every attempt failed before the client saw a byte
   kStreamError,         // the engine failed after streaming started (error event + [DONE])
   kClientDisconnected,  // the client went away; the engine calls were cancelled
+  kClientTooSlow,       // the client stopped reading for longer than timeouts.client_write
 };
-inline constexpr std::size_t kOutcomeCount = 7;
+inline constexpr std::size_t kOutcomeCount = 8;
 std::string_view outcome_name(RequestOutcome outcome) noexcept;
 
 enum class RouteId : std::uint8_t { kCompletions, kChatCompletions };

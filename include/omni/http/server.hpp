@@ -50,9 +50,13 @@ class ResponseWriter {
   virtual Task<Status> send(Response response) = 0;
   // A chunked response: the status line and headers are written (and flushed) now.
   virtual Task<Status> begin_stream(int status, Headers headers) = 0;
-  // One chunk, flushed to the socket before this returns (no buffering: SSE needs it).
+  // One chunk, handed to the socket at once (no coalescing: SSE needs every event out as it
+  // comes). What a slow client has not taken yet waits in a per-stream backlog of at most
+  // ServerOptions::stream_backlog_bytes, written out in the background, so the handler can
+  // go on reading its source; only past that bound does write_chunk() wait for the client.
   virtual Task<Status> write_chunk(std::string_view data) = 0;
-  // The terminating chunk. After it the connection may serve the next request.
+  // The terminating chunk; returns once the whole stream has been written (or failed, e.g. a
+  // client slower than write_timeout). After it the connection may serve the next request.
   virtual Task<Status> end_stream() = 0;
   // Whether the status line has been written.
   virtual bool started() const noexcept = 0;
@@ -109,6 +113,10 @@ struct ServerOptions {
   Duration body_timeout = 60s;    // the whole request body
   Duration idle_timeout = 60s;    // keep-alive wait for the next request
   Duration write_timeout = 30s;   // each write to the client
+  // Per stream: bytes a slow client has not read yet that the server keeps before
+  // write_chunk() waits (backpressure on the handler). Lets a handler finish reading its
+  // source (an engine) while the client catches up.
+  std::size_t stream_backlog_bytes = 256 * 1024;
   Duration shutdown_grace = 10s;  // how long stop() lets in-flight requests finish
   std::string server_name = "omni";
 };

@@ -58,6 +58,10 @@ struct LimitsConfig {
   std::size_t max_header_bytes = 16 * 1024;
   std::size_t max_connections = 20'000;
   std::size_t queue_capacity = 1024;  // requests waiting in the proxy
+  // Per stream: bytes relayed from the engine that a slow client has not read yet. Up to
+  // this the proxy keeps reading the engine (which finishes, freeing its budget); past it
+  // the engine stream is paused (TCP backpressure) until the client catches up or is cut.
+  std::size_t stream_backlog_bytes = 1024 * 1024;
   std::uint64_t node_max_outstanding_tokens = 1'000'000;
   std::uint32_t node_max_running = 256;
   // The engines' context length, for admission of requests without a max_tokens bound (they

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <boost/asio/basic_waitable_timer.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -44,6 +45,8 @@ class ConnectionWriter final : public ResponseWriter {
     info_ = info;
     state_ = State::kNone;
     peer_gone_ = false;
+    backlog_.clear();
+    flush_error_ = {};
     unwatch_close();
   }
   Task<Status> send(Response response) override;
@@ -75,8 +78,24 @@ class ConnectionWriter final : public ResponseWriter {
   Status finish_write(boost::system::error_code ec);
   Status misuse(std::string_view what) const;
 
+  // A stream's bytes the kernel did not take at once: appended to backlog_, written out by
+  // one background flush at a time (sending_ holds what its async_write has in flight).
+  void queue(const Pending& rest);
+  void start_flush();
+  static Task<void> flush(std::shared_ptr<Connection> owner, ConnectionWriter* self);
+  Task<void> wait_for_flush(std::size_t at_most);
+  std::size_t backlog() const noexcept { return backlog_.size() + sending_.size(); }
+
   Connection& connection_;
   RequestInfo info_;
+  std::string backlog_;
+  std::string sending_;
+  bool flushing_ = false;
+  boost::system::error_code flush_error_;
+  std::optional<boost::asio::basic_waitable_timer<
+      std::chrono::steady_clock, boost::asio::wait_traits<std::chrono::steady_clock>,
+      IoExecutor>>
+      flushed_;  // cancelled whenever a flush write completes: wakes a waiting writer
   State state_ = State::kNone;
   bool keep_alive_ = false;
   bool chunked_ = false;

@@ -4,9 +4,12 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_range.hpp>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -197,6 +200,7 @@ Task<Status> ConnectionWriter::begin_stream(int status, Headers headers) {
 
 Task<Status> ConnectionWriter::write_chunk(std::string_view data) {
   if (state_ != State::kStreaming) co_return misuse("write_chunk() outside a stream");
+  if (flush_error_) co_return finish_write(flush_error_);
   // An empty chunk would end the stream; HEAD streams carry no body at all.
   if (data.empty() || info_.head) co_return ok_status();
   std::string_view prefix;
@@ -213,24 +217,79 @@ Task<Status> ConnectionWriter::write_chunk(std::string_view data) {
   }
   const WriteBuffers buffers{view_buffer(prefix), view_buffer(data), view_buffer(suffix)};
   Pending rest(buffers);
-  error_code ec;
-  if (!write_now(connection_.socket(), rest, ec)) ec = co_await write_rest(rest);
-  Status written = finish_write(ec);
-  if (written.ok()) state_ = State::kStreaming;
-  co_return written;
+  if (backlog() == 0) {
+    error_code ec;
+    if (write_now(connection_.socket(), rest, ec)) {
+      Status written = finish_write(ec);
+      if (written.ok()) state_ = State::kStreaming;
+      co_return written;
+    }
+  }
+  // Behind a slow client: keep the order, add to the backlog, wait only past its bound.
+  queue(rest);
+  start_flush();
+  const std::size_t bound = connection_.options().stream_backlog_bytes;
+  if (backlog() > bound) co_await wait_for_flush(bound);
+  if (flush_error_) co_return finish_write(flush_error_);
+  co_return ok_status();
 }
 
 Task<Status> ConnectionWriter::end_stream() {
   if (state_ != State::kStreaming) co_return misuse("end_stream() outside a stream");
   if (!chunked_ || info_.head) {
-    state_ = State::kDone;
-    co_return ok_status();
+    if (backlog() > 0) co_await wait_for_flush(0);
+    co_return finish_write(flush_error_);
   }
   const WriteBuffers buffers{view_buffer(kLastChunk)};
   Pending rest(buffers);
+  if (backlog() > 0) {
+    queue(rest);
+    start_flush();
+    co_await wait_for_flush(0);
+    co_return finish_write(flush_error_);
+  }
   error_code ec;
   if (!write_now(connection_.socket(), rest, ec)) ec = co_await write_rest(rest);
   co_return finish_write(ec);
+}
+
+void ConnectionWriter::queue(const Pending& rest) {
+  for (const auto& buffer : boost::beast::buffers_range_ref(rest)) {
+    backlog_.append(static_cast<const char*>(buffer.data()), buffer.size());
+  }
+}
+
+void ConnectionWriter::start_flush() {
+  if (flushing_ || backlog_.empty() || flush_error_) return;
+  flushing_ = true;
+  asio::co_spawn(connection_.socket().get_executor(), flush(connection_.shared_from_this(), this),
+                 asio::detached);
+}
+
+// The background writer of a stream's backlog: one async_write at a time, each under the
+// write deadline, until the backlog is empty or a write fails (the stream then fails at its
+// next write_chunk or end_stream). `owner` keeps the connection, and so the writer, alive.
+Task<void> ConnectionWriter::flush(std::shared_ptr<Connection> owner, ConnectionWriter* self) {
+  while (!self->backlog_.empty() && !self->flush_error_) {
+    self->sending_.swap(self->backlog_);
+    self->backlog_.clear();
+    owner->begin_write();
+    auto [ec, n] =
+        co_await asio::async_write(owner->socket(), asio::buffer(self->sending_), kAwait);
+    self->sending_.clear();
+    self->flush_error_ = owner->end_write(ec);
+    if (self->flushed_) self->flushed_->cancel();
+  }
+  self->flushing_ = false;
+  if (self->flushed_) self->flushed_->cancel();
+}
+
+Task<void> ConnectionWriter::wait_for_flush(std::size_t at_most) {
+  if (!flushed_) flushed_.emplace(connection_.socket().get_executor());
+  while (backlog() > at_most && !flush_error_ && flushing_) {
+    flushed_->expires_at(std::chrono::steady_clock::time_point::max());
+    (void)co_await flushed_->async_wait(kAwait);
+  }
 }
 
 // What the kernel did not take at once (write_now.hpp), under the write deadline.

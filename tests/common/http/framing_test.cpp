@@ -354,3 +354,85 @@ TEST(ConnectionCap, BusyConnectionsAreNotShedAndTheNewClientGets503) {
 
 }  // namespace
 }  // namespace omni::http::testing
+
+namespace omni::http::testing {
+namespace {
+
+// A stream written to a client that does not read: the handler gets past the kernel's buffers
+// up to stream_backlog_bytes (it can finish reading its own source, e.g. an engine, while the
+// client catches up), then waits; everything reaches the client in order once it reads.
+struct BacklogCase {
+  std::size_t backlog_bytes;
+  bool handler_finishes_before_the_client_reads;
+};
+
+class StreamBacklog : public ::testing::TestWithParam<BacklogCase> {};
+
+constexpr std::size_t kChunk = 64 * 1024;
+constexpr int kChunks = 512;  // 32 MiB: more than loopback's socket buffers hold
+
+TEST_P(StreamBacklog, SlowClientHoldsTheHandlerOnlyPastTheBound) {
+  ServerOptions options;
+  options.shutdown_grace = 1s;
+  options.stream_backlog_bytes = GetParam().backlog_bytes;
+  std::atomic<bool> all_written{false};
+  Handler handler = [&](Request&, ResponseWriter& writer) -> Task<void> {
+    Headers headers;
+    (void)co_await writer.begin_stream(200, std::move(headers));
+    std::string chunk(kChunk, 'x');
+    for (int i = 0; i < kChunks; ++i) {
+      chunk[0] = static_cast<char>('a' + i % 26);
+      if (!co_await writer.write_chunk(chunk)) co_return;
+    }
+    all_written = true;
+    (void)co_await writer.end_stream();
+  };
+  RunningServer server(options, handler);
+  RawClient client(server.port());
+  ASSERT_TRUE(client.write("GET / HTTP/1.1\r\nHost: t\r\n\r\n"));
+  const bool finished = eventually([&] { return all_written.load(); }, 1500ms);
+  EXPECT_EQ(finished, GetParam().handler_finishes_before_the_client_reads);
+  auto response = client.read_response(20000ms);
+  ASSERT_TRUE(response);
+  ASSERT_EQ(response->body().size(), kChunk * kChunks);
+  for (int i = 0; i < kChunks; ++i) {
+    ASSERT_EQ(response->body()[static_cast<std::size_t>(i) * kChunk],
+              static_cast<char>('a' + i % 26))
+        << "chunk " << i << " out of order";
+  }
+  EXPECT_TRUE(all_written.load());
+}
+
+INSTANTIATE_TEST_SUITE_P(Bounds, StreamBacklog,
+                         ::testing::Values(BacklogCase{64 * 1024 * 1024, true},
+                                           BacklogCase{64 * 1024, false}));
+
+// A client that stops reading for longer than write_timeout is cut: the stream fails, the
+// connection closes, the handler learns it from write_chunk or end_stream.
+TEST(StreamBacklogDeadline, AClientThatStopsReadingIsCutAtTheWriteTimeout) {
+  ServerOptions options;
+  options.shutdown_grace = 1s;
+  options.write_timeout = 300ms;
+  std::atomic<int> failed{0};
+  Handler handler = [&](Request&, ResponseWriter& writer) -> Task<void> {
+    Headers headers;
+    (void)co_await writer.begin_stream(200, std::move(headers));
+    const std::string chunk(kChunk, 'y');
+    for (int i = 0; i < kChunks; ++i) {
+      if (!co_await writer.write_chunk(chunk)) {
+        failed = 1;
+        co_return;
+      }
+    }
+    if (!co_await writer.end_stream()) failed = 2;
+  };
+  RunningServer server(options, handler);
+  RawClient client(server.port());
+  ASSERT_TRUE(client.write("GET / HTTP/1.1\r\nHost: t\r\n\r\n"));
+  EXPECT_TRUE(eventually([&] { return failed.load() != 0; }, 10000ms));
+  EXPECT_TRUE(eventually([&] { return server->stats().connections_active == 0; }));
+  EXPECT_GE(server->stats().timeouts, 1u);
+}
+
+}  // namespace
+}  // namespace omni::http::testing
