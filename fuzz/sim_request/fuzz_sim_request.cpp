@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "sim/output_plan.hpp"
 #include "sim/pd.hpp"
 #include "sim/request.hpp"
 
@@ -19,10 +20,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       continue;
     }
     const auto& req = std::get<GenerationRequest>(r);
-    if (req.prompt_tokens.empty() || req.prompt_tokens.size() + req.max_tokens > limits.max_model_len) {
+    if (req.prompt_tokens.empty() ||
+        req.prompt_tokens.size() + req.max_tokens > limits.max_model_len) {
       std::abort();
     }
     (void)parse_pd_request(req.kv_transfer_params);
+    // Where the generation would stop: within its limit, the shown text within its tokens.
+    const TokenGenerator gen(0, "fuzz", *codec);
+    const OutputPlan plan = plan_output(gen, *codec, req.max_tokens,
+                                        1 + static_cast<std::uint32_t>(size % 300), req.stop);
+    if (plan.tokens == 0 || plan.tokens > req.max_tokens || plan.text_tokens > plan.tokens)
+      std::abort();
   }
   return 0;
 }
