@@ -10,7 +10,9 @@
 namespace omni::workload {
 namespace {
 
-Error bad_line(std::string message) { return make_error(ErrorCode::kInvalidArgument, std::move(message)); }
+Error bad_line(std::string message) {
+  return make_error(ErrorCode::kInvalidArgument, std::move(message));
+}
 
 // A JSON number as a double, whatever its JSON representation.
 Result<double> json_number(const boost::json::value& v, std::string_view field) {
@@ -73,7 +75,8 @@ std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
 
 Result<std::uint32_t> csv_tokens(std::string_view text, std::string_view field) {
   std::uint64_t n = 0;
-  if (!parse_whole(text, n)) return bad_line(std::string(field) + ": expected a non-negative integer");
+  if (!parse_whole(text, n))
+    return bad_line(std::string(field) + ": expected a non-negative integer");
   if (n > kMaxTraceTokens) return bad_line(std::string(field) + ": larger than 2^30");
   return static_cast<std::uint32_t>(n);
 }
@@ -87,7 +90,8 @@ std::string_view trim(std::string_view s) {
 }  // namespace
 
 Result<MooncakeRow> parse_mooncake_line(std::string_view line) {
-  if (line.size() > kMaxTraceLineBytes) return make_error(ErrorCode::kTooLarge, "line longer than 4 MiB");
+  if (line.size() > kMaxTraceLineBytes)
+    return make_error(ErrorCode::kTooLarge, "line longer than 4 MiB");
   boost::system::error_code ec;
   boost::json::value doc = boost::json::parse(line, ec);
   if (ec) return bad_line("not JSON: " + ec.message());
@@ -114,8 +118,8 @@ Result<MooncakeRow> parse_mooncake_line(std::string_view line) {
 
 Result<double> parse_azure_timestamp(std::string_view text) {
   // YYYY-MM-DD HH:MM:SS[.f+]
-  if (text.size() < 19 || text[4] != '-' || text[7] != '-' || (text[10] != ' ' && text[10] != 'T') ||
-      text[13] != ':' || text[16] != ':') {
+  if (text.size() < 19 || text[4] != '-' || text[7] != '-' ||
+      (text[10] != ' ' && text[10] != 'T') || text[13] != ':' || text[16] != ':') {
     return bad_line("timestamp: expected 'YYYY-MM-DD HH:MM:SS[.fraction]'");
   }
   int year = 0;
@@ -147,7 +151,8 @@ Result<double> parse_azure_timestamp(std::string_view text) {
 }
 
 Result<AzureRow> parse_azure_line(std::string_view line) {
-  if (line.size() > kMaxTraceLineBytes) return make_error(ErrorCode::kTooLarge, "line longer than 4 MiB");
+  if (line.size() > kMaxTraceLineBytes)
+    return make_error(ErrorCode::kTooLarge, "line longer than 4 MiB");
   line = trim(line);
   const auto c1 = line.find(',');
   const auto c2 = c1 == std::string_view::npos ? c1 : line.find(',', c1 + 1);
@@ -161,6 +166,28 @@ Result<AzureRow> parse_azure_line(std::string_view line) {
   auto generated = csv_tokens(trim(line.substr(c2 + 1)), "GeneratedTokens");
   if (!generated) return generated.error();
   return AzureRow{*ts, *context, *generated};
+}
+
+Result<TraceFormat> detect_trace_format(std::string_view line) {
+  while (!line.empty() && (line.front() == ' ' || line.front() == '\t' || line.front() == '\xef' ||
+                           line.front() == '\xbb' || line.front() == '\xbf')) {
+    line.remove_prefix(1);  // spaces and a UTF-8 byte-order mark
+  }
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
+  if (line.starts_with("{")) return TraceFormat::kMooncake;
+  if (line.starts_with("TIMESTAMP") || line.find("ContextTokens") != std::string_view::npos ||
+      parse_azure_line(line)) {
+    return TraceFormat::kAzure;
+  }
+  const std::string head(line.substr(0, 60));
+  return make_error(ErrorCode::kInvalidArgument,
+                    "cannot tell the trace format from its first line '" + head +
+                        "': a Mooncake trace has JSON lines, an Azure trace the header "
+                        "TIMESTAMP,ContextTokens,GeneratedTokens");
+}
+
+std::string_view trace_format_name(TraceFormat format) {
+  return format == TraceFormat::kMooncake ? "mooncake" : "azure";
 }
 
 Result<TraceFormat> parse_trace_format(std::string_view name) {

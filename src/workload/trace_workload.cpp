@@ -75,7 +75,8 @@ class TraceWorkload final : public Workload {
     if (!line->has_value()) return std::optional<RequestSpec>{};
     auto row = parse_mooncake_line(**line);
     if (!row) return at_line(reader_, row.error());
-    RequestSpec spec = start_spec(row->timestamp_ms / 1000.0, row->input_length, row->output_length);
+    RequestSpec spec =
+        start_spec(row->timestamp_ms / 1000.0, row->input_length, row->output_length);
     spec.hash_ids = std::move(row->hash_ids);
     const std::size_t blocks = blocks_for(spec.input_tokens);
     if (spec.hash_ids.size() > blocks) spec.hash_ids.resize(blocks);
@@ -89,8 +90,9 @@ class TraceWorkload final : public Workload {
       if (!header) return header.error();
       if (!header->has_value()) return std::optional<RequestSpec>{};
       if ((*header)->rfind("TIMESTAMP,", 0) != 0) {
-        return make_error(ErrorCode::kInvalidArgument,
-                          reader_.at() + "expected the header TIMESTAMP,ContextTokens,GeneratedTokens");
+        return make_error(
+            ErrorCode::kInvalidArgument,
+            reader_.at() + "expected the header TIMESTAMP,ContextTokens,GeneratedTokens");
       }
       header_seen_ = true;
       system_ids_.resize(options_.system_prompt_tokens / kBlockTokens);
@@ -104,7 +106,8 @@ class TraceWorkload final : public Workload {
     RequestSpec spec = start_spec(row->timestamp_s, row->context_tokens, row->generated_tokens);
     const std::size_t blocks = blocks_for(spec.input_tokens);
     const std::size_t shared = std::min(blocks, system_ids_.size());
-    spec.hash_ids.assign(system_ids_.begin(), system_ids_.begin() + static_cast<std::ptrdiff_t>(shared));
+    spec.hash_ids.assign(system_ids_.begin(),
+                         system_ids_.begin() + static_cast<std::ptrdiff_t>(shared));
     while (spec.hash_ids.size() < blocks) spec.hash_ids.push_back(next_generated_id_++);
     return std::optional{std::move(spec)};
   }
@@ -135,8 +138,8 @@ class TraceWorkload final : public Workload {
 
 }  // namespace
 
-std::unique_ptr<Workload> make_trace_workload(std::unique_ptr<std::istream> input, TraceFormat format,
-                                              TraceOptions options) {
+std::unique_ptr<Workload> make_trace_workload(std::unique_ptr<std::istream> input,
+                                              TraceFormat format, TraceOptions options) {
   return std::make_unique<TraceWorkload>(std::move(input), format, options);
 }
 
@@ -145,6 +148,22 @@ Result<std::unique_ptr<Workload>> open_trace_workload(const std::string& path, T
   auto file = std::make_unique<std::ifstream>(path, std::ios::binary);
   if (!file->is_open()) return make_error(ErrorCode::kNotFound, "cannot open trace " + path);
   return make_trace_workload(std::move(file), format, options);
+}
+
+}  // namespace omni::workload
+
+namespace omni::workload {
+
+Result<TraceFormat> detect_trace_file_format(const std::string& path) {
+  auto input = std::make_unique<std::ifstream>(path, std::ios::binary);
+  if (!*input) return make_error(ErrorCode::kNotFound, "cannot open trace " + path);
+  LineReader reader(std::move(input));
+  auto line = reader.next();
+  if (!line) return std::move(line).error();
+  if (!*line) return make_error(ErrorCode::kInvalidArgument, "trace " + path + " is empty");
+  auto format = detect_trace_format(**line);
+  if (!format) return make_error(ErrorCode::kInvalidArgument, path + ": " + format.error().message);
+  return format;
 }
 
 }  // namespace omni::workload

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <sstream>
 
 #include "omni/workload/trace.hpp"
@@ -7,8 +9,10 @@
 namespace omni::workload {
 namespace {
 
-std::unique_ptr<Workload> from_text(std::string text, TraceFormat format, TraceOptions options = {}) {
-  return make_trace_workload(std::make_unique<std::istringstream>(std::move(text)), format, options);
+std::unique_ptr<Workload> from_text(std::string text, TraceFormat format,
+                                    TraceOptions options = {}) {
+  return make_trace_workload(std::make_unique<std::istringstream>(std::move(text)), format,
+                             options);
 }
 
 std::vector<RequestSpec> drain(Workload& w) {
@@ -22,7 +26,8 @@ std::vector<RequestSpec> drain(Workload& w) {
 }
 
 TEST(MooncakeLine, ParsesEveryField) {
-  auto row = parse_mooncake_line(R"({"timestamp": 40, "input_length": 1000, "output_length": 7, "hash_ids": [3, 9]})");
+  auto row = parse_mooncake_line(
+      R"({"timestamp": 40, "input_length": 1000, "output_length": 7, "hash_ids": [3, 9]})");
   ASSERT_TRUE(row.ok()) << row.error().to_string();
   EXPECT_EQ(row->timestamp_ms, 40.0);
   EXPECT_EQ(row->input_length, 1000u);
@@ -34,11 +39,18 @@ TEST(MooncakeLine, RejectsMalformedLines) {
   EXPECT_FALSE(parse_mooncake_line("not json").ok());
   EXPECT_FALSE(parse_mooncake_line("[1,2]").ok());
   EXPECT_FALSE(parse_mooncake_line(R"({"input_length": 1, "output_length": 1})").ok());
-  EXPECT_FALSE(parse_mooncake_line(R"({"timestamp": -1, "input_length": 1, "output_length": 1})").ok());
-  EXPECT_FALSE(parse_mooncake_line(R"({"timestamp": 0, "input_length": -5, "output_length": 1})").ok());
-  EXPECT_FALSE(parse_mooncake_line(R"({"timestamp": 0, "input_length": 1.5, "output_length": 1})").ok());
-  EXPECT_FALSE(parse_mooncake_line(R"({"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [-1]})").ok());
-  EXPECT_FALSE(parse_mooncake_line(R"({"timestamp": 0, "input_length": 9999999999, "output_length": 1})").ok());
+  EXPECT_FALSE(
+      parse_mooncake_line(R"({"timestamp": -1, "input_length": 1, "output_length": 1})").ok());
+  EXPECT_FALSE(
+      parse_mooncake_line(R"({"timestamp": 0, "input_length": -5, "output_length": 1})").ok());
+  EXPECT_FALSE(
+      parse_mooncake_line(R"({"timestamp": 0, "input_length": 1.5, "output_length": 1})").ok());
+  EXPECT_FALSE(parse_mooncake_line(
+                   R"({"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [-1]})")
+                   .ok());
+  EXPECT_FALSE(
+      parse_mooncake_line(R"({"timestamp": 0, "input_length": 9999999999, "output_length": 1})")
+          .ok());
   auto error = parse_mooncake_line(R"({"timestamp": 0, "output_length": 1})");
   ASSERT_FALSE(error.ok());
   EXPECT_NE(error.error().message.find("input_length"), std::string::npos);
@@ -88,8 +100,10 @@ TEST(MooncakeWorkload, NormalisesIdsToTheLength) {
   auto specs = drain(*w);
   ASSERT_EQ(specs.size(), 3u);
   EXPECT_EQ(specs[0].hash_ids, (std::vector<std::uint64_t>{4}));
-  EXPECT_EQ(specs[1].hash_ids, (std::vector<std::uint64_t>{4, kGeneratedIdBase, kGeneratedIdBase + 1}));
-  EXPECT_EQ(specs[2].hash_ids, (std::vector<std::uint64_t>{kGeneratedIdBase + 2, kGeneratedIdBase + 3}));
+  EXPECT_EQ(specs[1].hash_ids,
+            (std::vector<std::uint64_t>{4, kGeneratedIdBase, kGeneratedIdBase + 1}));
+  EXPECT_EQ(specs[2].hash_ids,
+            (std::vector<std::uint64_t>{kGeneratedIdBase + 2, kGeneratedIdBase + 3}));
 }
 
 TEST(MooncakeWorkload, OutOfOrderTimestampsArriveWithTheirPredecessor) {
@@ -143,11 +157,14 @@ TEST(AzureWorkload, NeedsTheHeaderAndOverlaysTheSystemPrompt) {
 }
 
 TEST(AzureWorkload, WithoutOverlayEveryBlockIsUnique) {
-  auto w = from_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 00:00:00,1024,1\n2023-11-16 00:00:01,1,1\n",
-                     TraceFormat::kAzure);
+  auto w = from_text(
+      "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 00:00:00,1024,1\n2023-11-16 "
+      "00:00:01,1,1\n",
+      TraceFormat::kAzure);
   auto specs = drain(*w);
   ASSERT_EQ(specs.size(), 2u);
-  EXPECT_EQ(specs[0].hash_ids, (std::vector<std::uint64_t>{kGeneratedIdBase, kGeneratedIdBase + 1}));
+  EXPECT_EQ(specs[0].hash_ids,
+            (std::vector<std::uint64_t>{kGeneratedIdBase, kGeneratedIdBase + 1}));
   EXPECT_EQ(specs[1].hash_ids, (std::vector<std::uint64_t>{kGeneratedIdBase + 2}));
 }
 
@@ -155,6 +172,30 @@ TEST(TraceFormat, ParsesNames) {
   EXPECT_EQ(*parse_trace_format("mooncake"), TraceFormat::kMooncake);
   EXPECT_EQ(*parse_trace_format("azure"), TraceFormat::kAzure);
   EXPECT_FALSE(parse_trace_format("csv").ok());
+}
+
+TEST(TraceFormat, DetectedFromTheFirstLine) {
+  EXPECT_EQ(*detect_trace_format(R"({"timestamp":0,"input_length":5,"output_length":1})"),
+            TraceFormat::kMooncake);
+  EXPECT_EQ(*detect_trace_format("TIMESTAMP,ContextTokens,GeneratedTokens\r"), TraceFormat::kAzure);
+  EXPECT_EQ(*detect_trace_format("\xef\xbb\xbfTIMESTAMP,ContextTokens,GeneratedTokens"),
+            TraceFormat::kAzure);
+  EXPECT_EQ(*detect_trace_format("2023-11-16 18:17:03.9799600,4808,10"), TraceFormat::kAzure);
+  auto bad = detect_trace_format("id,prompt,answer");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("id,prompt,answer"), std::string::npos);
+  EXPECT_EQ(trace_format_name(TraceFormat::kAzure), "azure");
+}
+
+TEST(TraceFile, FormatOfAFile) {
+  const std::string path = ::testing::TempDir() + "/omni_detect.csv";
+  {
+    std::ofstream out(path);
+    out << "\n  \nTIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.97,10,2\n";
+  }
+  EXPECT_EQ(*detect_trace_file_format(path), TraceFormat::kAzure);
+  EXPECT_EQ(detect_trace_file_format("/nonexistent/t.jsonl").error().code, ErrorCode::kNotFound);
+  std::remove(path.c_str());
 }
 
 TEST(TraceFile, MissingFileIsNotFound) {

@@ -43,6 +43,13 @@ Result<double> parse_azure_timestamp(std::string_view text);
 
 enum class TraceFormat { kMooncake, kAzure };
 Result<TraceFormat> parse_trace_format(std::string_view name);  // "mooncake" | "azure"
+// The format a trace's first non-blank line shows: a JSON object is Mooncake, the header
+// "TIMESTAMP,ContextTokens,GeneratedTokens" (or an Azure data line) is Azure; anything else
+// is a kInvalidArgument error saying what the line looks like.
+Result<TraceFormat> detect_trace_format(std::string_view first_line);
+// detect_trace_format() of a file's first non-blank line (kNotFound when it cannot be read).
+Result<TraceFormat> detect_trace_file_format(const std::string& path);
+std::string_view trace_format_name(TraceFormat format);
 
 struct TraceOptions {
   // Azure: a shared system prompt of this many tokens begins every prompt (rounded down to
