@@ -17,9 +17,11 @@ std::string optional_number(const std::optional<double>& v) { return v ? number(
 
 // A Stat in milliseconds; null fields when there were no samples.
 std::string stat_ms(const Stat& s) {
-  auto ms = [&](double seconds) { return s.count == 0 ? std::string("null") : number(seconds * 1000.0); };
-  return fmt::format(R"({{"mean":{},"p50":{},"p90":{},"p99":{},"min":{},"max":{},"count":{}}})", ms(s.mean),
-                     ms(s.p50), ms(s.p90), ms(s.p99), ms(s.min), ms(s.max), s.count);
+  auto ms = [&](double seconds) {
+    return s.count == 0 ? std::string("null") : number(seconds * 1000.0);
+  };
+  return fmt::format(R"({{"mean":{},"p50":{},"p90":{},"p99":{},"min":{},"max":{},"count":{}}})",
+                     ms(s.mean), ms(s.p50), ms(s.p90), ms(s.p99), ms(s.min), ms(s.max), s.count);
 }
 
 std::string count_map(const std::map<std::string, std::uint64_t>& counts) {
@@ -33,25 +35,32 @@ std::string count_map(const std::map<std::string, std::uint64_t>& counts) {
 }
 
 std::string slo_json(const Slo& slo) {
-  auto ms = [](const std::optional<double>& s) { return s ? number(*s * 1000.0) : std::string("null"); };
-  return fmt::format(R"({{"ttft_ms":{},"tpot_ms":{},"e2e_ms":{}}})", ms(slo.ttft_s), ms(slo.tpot_s), ms(slo.e2e_s));
+  auto ms = [](const std::optional<double>& s) {
+    return s ? number(*s * 1000.0) : std::string("null");
+  };
+  return fmt::format(R"({{"ttft_ms":{},"tpot_ms":{},"e2e_ms":{}}})", ms(slo.ttft_s), ms(slo.tpot_s),
+                     ms(slo.e2e_s));
 }
 
 }  // namespace
 
 std::string to_json(const Summary& s, std::string_view config_json) {
   std::string out = "{\"schema\":\"omni-bench-results/1\"";
-  out += fmt::format(",\"completed\":{},\"failed\":{},\"duration_s\":{}", s.completed, s.failed, number(s.duration_s));
+  out += fmt::format(",\"completed\":{},\"failed\":{},\"duration_s\":{}", s.completed, s.failed,
+                     number(s.duration_s));
   out += fmt::format(",\"total_input_tokens\":{},\"total_output_tokens\":{}", s.total_input_tokens,
                      s.total_output_tokens);
-  out += fmt::format(",\"request_throughput\":{},\"output_token_throughput\":{},\"total_token_throughput\":{}",
-                     number(s.request_throughput), number(s.output_token_throughput),
-                     number(s.total_token_throughput));
+  out += fmt::format(
+      ",\"request_throughput\":{},\"output_token_throughput\":{},\"total_token_throughput\":{}",
+      number(s.request_throughput), number(s.output_token_throughput),
+      number(s.total_token_throughput));
   out += fmt::format(",\"goodput\":{},\"slo\":{}", optional_number(s.goodput), slo_json(s.slo));
   if (s.goodput_offered) out += fmt::format(",\"goodput_offered\":{}", number(*s.goodput_offered));
   out += fmt::format(",\"prefix_cache_hit_rate\":{}", optional_number(s.prefix_cache_hit_rate));
-  out += fmt::format(",\"ttft_ms\":{},\"tpot_ms\":{},\"itl_ms\":{},\"e2e_ms\":{}", stat_ms(s.ttft), stat_ms(s.tpot),
-                     stat_ms(s.itl), stat_ms(s.e2e));
+  if (s.server_speed)
+    out += fmt::format(",\"time_base\":\"model\",\"server_speed\":{}", number(*s.server_speed));
+  out += fmt::format(",\"ttft_ms\":{},\"tpot_ms\":{},\"itl_ms\":{},\"e2e_ms\":{}", stat_ms(s.ttft),
+                     stat_ms(s.tpot), stat_ms(s.itl), stat_ms(s.e2e));
   out += fmt::format(",\"errors\":{{\"by_kind\":{},\"by_status\":{}}}", count_map(s.errors_by_kind),
                      count_map(s.errors_by_status));
   if (!config_json.empty()) {
@@ -62,7 +71,8 @@ std::string to_json(const Summary& s, std::string_view config_json) {
 }
 
 std::string record_json_line(const RequestRecord& r) {
-  std::string out = fmt::format(R"({{"index":{},"start_s":{},"ok":{},)", r.index, number(r.start_s), r.ok);
+  std::string out =
+      fmt::format(R"({{"index":{},"start_s":{},"ok":{},)", r.index, number(r.start_s), r.ok);
   out += "\"error\":";
   if (r.ok) {
     out += "null";
@@ -75,13 +85,15 @@ std::string record_json_line(const RequestRecord& r) {
                      r.http_status, r.input_tokens, r.output_tokens,
                      r.cached_tokens ? std::to_string(*r.cached_tokens) : "null");
   const auto tpot = tpot_s(r);
-  out += fmt::format(R"(,"ttft_ms":{},"tpot_ms":{},"e2e_ms":{},"itl_ms":[)", r.ok ? number(r.ttft_s * 1000) : "null",
-                     tpot ? number(*tpot * 1000) : "null", number(r.e2e_s * 1000));
+  out += fmt::format(R"(,"ttft_ms":{},"tpot_ms":{},"e2e_ms":{},"itl_ms":[)",
+                     r.ok ? number(r.ttft_s * 1000) : "null", tpot ? number(*tpot * 1000) : "null",
+                     number(r.e2e_s * 1000));
   for (std::size_t i = 0; i < r.itl_s.size(); ++i) {
     if (i != 0) out.push_back(',');
     out += number(r.itl_s[i] * 1000);
   }
-  out += fmt::format("],\"session_id\":{}}}", r.session_id ? std::to_string(*r.session_id) : "null");
+  out +=
+      fmt::format("],\"session_id\":{}}}", r.session_id ? std::to_string(*r.session_id) : "null");
   return out;
 }
 
@@ -99,6 +111,10 @@ std::string format_table(const Summary& s) {
     line(fmt::format("P99 {} (ms):", name), f2(st.p99 * 1000));
   };
   out += fmt::format("{:=^52}\n", " Serving Benchmark Result ");
+  if (s.server_speed) {
+    out += fmt::format("Times are model time: the server's clock runs {}x (wall times x {}).\n",
+                       number(*s.server_speed), number(*s.server_speed));
+  }
   line("Successful requests:", std::to_string(s.completed));
   line("Failed requests:", std::to_string(s.failed));
   line("Benchmark duration (s):", f2(s.duration_s));
@@ -108,7 +124,8 @@ std::string format_table(const Summary& s) {
   if (s.goodput) line("Request goodput (req/s):", f2(*s.goodput));
   line("Output token throughput (tok/s):", f2(s.output_token_throughput));
   line("Total token throughput (tok/s):", f2(s.total_token_throughput));
-  if (s.prefix_cache_hit_rate) line("Prefix cache hit rate:", fmt::format("{:.4f}", *s.prefix_cache_hit_rate));
+  if (s.prefix_cache_hit_rate)
+    line("Prefix cache hit rate:", fmt::format("{:.4f}", *s.prefix_cache_hit_rate));
   section("Time to First Token");
   stat("TTFT", s.ttft);
   section("Time per Output Token (excl. 1st token)");
@@ -119,8 +136,10 @@ std::string format_table(const Summary& s) {
   stat("E2EL", s.e2e);
   if (s.failed > 0) {
     section("Errors");
-    for (const auto& [kind, n] : s.errors_by_kind) line(fmt::format("{}:", kind), std::to_string(n));
-    for (const auto& [status, n] : s.errors_by_status) line(fmt::format("HTTP {}:", status), std::to_string(n));
+    for (const auto& [kind, n] : s.errors_by_kind)
+      line(fmt::format("{}:", kind), std::to_string(n));
+    for (const auto& [status, n] : s.errors_by_status)
+      line(fmt::format("HTTP {}:", status), std::to_string(n));
   }
   out += std::string(52, '=') + "\n";
   return out;

@@ -13,7 +13,8 @@ std::optional<std::uint32_t> count_field(const boost::json::object& obj, std::st
   if (v->is_int64() && v->get_int64() >= 0 && v->get_int64() <= INT32_MAX) {
     return static_cast<std::uint32_t>(v->get_int64());
   }
-  if (v->is_uint64() && v->get_uint64() <= INT32_MAX) return static_cast<std::uint32_t>(v->get_uint64());
+  if (v->is_uint64() && v->get_uint64() <= INT32_MAX)
+    return static_cast<std::uint32_t>(v->get_uint64());
   return std::nullopt;
 }
 
@@ -104,7 +105,8 @@ void RecordBuilder::on_chunk(double now_s, const StreamChunk& chunk) {
 
 RequestRecord RecordBuilder::finish(double now_s, bool saw_done) {
   if (server_error_) return fail(now_s, ErrorKind::kServerError, *server_error_, 200);
-  if (!saw_done) return fail(now_s, ErrorKind::kMalformedStream, "stream ended without [DONE]", 200);
+  if (!saw_done)
+    return fail(now_s, ErrorKind::kMalformedStream, "stream ended without [DONE]", 200);
   if (chunks_ == 0) return fail(now_s, ErrorKind::kNoTokens, "no content chunk before [DONE]", 200);
   record_.ok = true;
   record_.http_status = 200;
@@ -113,7 +115,8 @@ RequestRecord RecordBuilder::finish(double now_s, bool saw_done) {
   return std::move(record_);
 }
 
-RequestRecord RecordBuilder::fail(double now_s, ErrorKind kind, std::string message, int http_status) {
+RequestRecord RecordBuilder::fail(double now_s, ErrorKind kind, std::string message,
+                                  int http_status) {
   record_.ok = false;
   record_.error = kind;
   record_.error_message = std::move(message);

@@ -19,7 +19,8 @@ Result<Slo> parse_slo(std::string_view text) {
     start = end + 1;
     const auto eq = item.find('=');
     auto bad = [&](std::string_view why) {
-      return make_error(ErrorCode::kInvalidArgument, "--slo item '" + std::string(item) + "': " + std::string(why));
+      return make_error(ErrorCode::kInvalidArgument,
+                        "--slo item '" + std::string(item) + "': " + std::string(why));
     };
     if (eq == std::string_view::npos) return bad("expected name=duration");
     auto d = config::parse_duration(item.substr(eq + 1));
@@ -57,7 +58,8 @@ double percentile(std::vector<double>& values, double q) {
   std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(lo), values.end());
   const double lo_value = values[lo];
   double hi_value = lo_value;
-  if (hi != lo) hi_value = *std::min_element(values.begin() + static_cast<std::ptrdiff_t>(hi), values.end());
+  if (hi != lo)
+    hi_value = *std::min_element(values.begin() + static_cast<std::ptrdiff_t>(hi), values.end());
   return lo_value + (hi_value - lo_value) * (pos - static_cast<double>(lo));
 }
 
@@ -109,15 +111,26 @@ Summary summarize(std::span<const RequestRecord> records, double duration_s, con
   if (duration_s > 0) {
     s.request_throughput = static_cast<double>(s.completed) / duration_s;
     s.output_token_throughput = static_cast<double>(s.total_output_tokens) / duration_s;
-    s.total_token_throughput = static_cast<double>(s.total_input_tokens + s.total_output_tokens) / duration_s;
+    s.total_token_throughput =
+        static_cast<double>(s.total_input_tokens + s.total_output_tokens) / duration_s;
     if (!slo.empty()) s.goodput = static_cast<double>(good) / duration_s;
   } else if (!slo.empty()) {
     s.goodput = 0.0;
   }
   if (cache_known && s.total_input_tokens > 0) {
-    s.prefix_cache_hit_rate = static_cast<double>(cached) / static_cast<double>(s.total_input_tokens);
+    s.prefix_cache_hit_rate =
+        static_cast<double>(cached) / static_cast<double>(s.total_input_tokens);
   }
   return s;
+}
+
+void scale_times(std::span<RequestRecord> records, double speed) {
+  for (RequestRecord& r : records) {
+    r.start_s *= speed;
+    r.ttft_s *= speed;
+    r.e2e_s *= speed;
+    for (double& itl : r.itl_s) itl *= speed;
+  }
 }
 
 }  // namespace omni::benchstat

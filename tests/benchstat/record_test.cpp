@@ -13,7 +13,8 @@ StreamChunk chunk(std::string_view data) {
 
 TEST(StreamChunk, RecognisesContentUsageErrorsAndDone) {
   EXPECT_TRUE(chunk("[DONE]").done);
-  auto content = chunk(R"({"id":"cmpl-1","choices":[{"index":0,"text":" Paris","finish_reason":null}]})");
+  auto content =
+      chunk(R"({"id":"cmpl-1","choices":[{"index":0,"text":" Paris","finish_reason":null}]})");
   EXPECT_TRUE(content.has_choices);
   EXPECT_FALSE(content.completion_tokens);
   auto usage = chunk(
@@ -22,9 +23,11 @@ TEST(StreamChunk, RecognisesContentUsageErrorsAndDone) {
   EXPECT_EQ(usage.prompt_tokens, 5u);
   EXPECT_EQ(usage.completion_tokens, 7u);
   EXPECT_EQ(usage.cached_tokens, 4u);
-  auto null_details = chunk(R"({"choices":[],"usage":{"completion_tokens":7,"prompt_tokens_details":null}})");
+  auto null_details =
+      chunk(R"({"choices":[],"usage":{"completion_tokens":7,"prompt_tokens_details":null}})");
   EXPECT_FALSE(null_details.cached_tokens);
-  auto error = chunk(R"({"error": {"message": "boom", "type": "InternalServerError", "param": null, "code": 500}})");
+  auto error = chunk(
+      R"({"error": {"message": "boom", "type": "InternalServerError", "param": null, "code": 500}})");
   EXPECT_EQ(error.error, "boom");
   auto role = chunk(R"({"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]})");
   EXPECT_TRUE(role.has_choices);  // vLLM's client counts the chat role chunk as the first token
@@ -39,9 +42,9 @@ TEST(StreamChunk, RejectsNonJson) {
 TEST(RecordBuilder, MeasuresTtftItlE2eAndTpotAsVllm) {
   RecordBuilder b(3, 10.0, 100);
   const StreamChunk content = chunk(R"({"choices":[{"text":"a"}]})");
-  b.on_chunk(10.5, content);   // TTFT 0.5
-  b.on_chunk(10.6, content);   // ITL 0.1
-  b.on_chunk(10.9, content);   // ITL 0.3
+  b.on_chunk(10.5, content);  // TTFT 0.5
+  b.on_chunk(10.6, content);  // ITL 0.1
+  b.on_chunk(10.9, content);  // ITL 0.3
   b.on_chunk(10.95, chunk(R"({"choices":[],"usage":{"completion_tokens":5}})"));
   b.on_chunk(10.95, chunk("[DONE]"));
   RequestRecord r = b.finish(11.0, true);

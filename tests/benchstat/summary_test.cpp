@@ -54,9 +54,9 @@ TEST(Slo, ParsesDurationsAndRejectsJunk) {
 
 TEST(Summary, AggregatesAsVllmDoes) {
   std::vector<RequestRecord> records = {
-      ok_record(0.1, 1.1, 11, {0.1, 0.1}),   // TPOT 0.1
-      ok_record(0.3, 0.3, 1),                // single token: no TPOT, counts as 0 for goodput
-      ok_record(2.5, 4.5, 5, {0.5}),         // TPOT 0.5; misses the TTFT SLO
+      ok_record(0.1, 1.1, 11, {0.1, 0.1}),  // TPOT 0.1
+      ok_record(0.3, 0.3, 1),               // single token: no TPOT, counts as 0 for goodput
+      ok_record(2.5, 4.5, 5, {0.5}),        // TPOT 0.5; misses the TTFT SLO
       failed(ErrorKind::kHttpStatus, 503),
       failed(ErrorKind::kTimeout, 0),
   };
@@ -86,7 +86,8 @@ TEST(Summary, AggregatesAsVllmDoes) {
 }
 
 TEST(Summary, PrefixCacheHitRateWhenAnyRequestReportsIt) {
-  std::vector<RequestRecord> records = {ok_record(0.1, 0.2, 2, {}, 1000), ok_record(0.1, 0.2, 2, {}, 1000)};
+  std::vector<RequestRecord> records = {ok_record(0.1, 0.2, 2, {}, 1000),
+                                        ok_record(0.1, 0.2, 2, {}, 1000)};
   records[0].cached_tokens = 500;  // vLLM omits cached_tokens when it is 0
   Summary s = summarize(records, 1.0);
   ASSERT_TRUE(s.prefix_cache_hit_rate.has_value());
@@ -94,7 +95,8 @@ TEST(Summary, PrefixCacheHitRateWhenAnyRequestReportsIt) {
 }
 
 TEST(Summary, JsonCarriesTheSharedSchema) {
-  std::vector<RequestRecord> records = {ok_record(0.1, 1.1, 11, {0.1}), failed(ErrorKind::kConnect, 0)};
+  std::vector<RequestRecord> records = {ok_record(0.1, 1.1, 11, {0.1}),
+                                        failed(ErrorKind::kConnect, 0)};
   Summary s = summarize(records, 2.0, *parse_slo("ttft=1s"));
   auto doc = boost::json::parse(to_json(s, R"({"seed":1})")).as_object();
   EXPECT_EQ(doc.at("completed").as_int64(), 1);
@@ -102,7 +104,8 @@ TEST(Summary, JsonCarriesTheSharedSchema) {
   EXPECT_DOUBLE_EQ(doc.at("duration_s").to_number<double>(), 2.0);
   for (const char* key : {"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"}) {
     const auto& stat = doc.at(key).as_object();
-    for (const char* field : {"mean", "p50", "p90", "p99"}) EXPECT_TRUE(stat.contains(field)) << key << field;
+    for (const char* field : {"mean", "p50", "p90", "p99"})
+      EXPECT_TRUE(stat.contains(field)) << key << field;
   }
   EXPECT_DOUBLE_EQ(doc.at("ttft_ms").at("p50").to_number<double>(), 100.0);
   EXPECT_DOUBLE_EQ(doc.at("request_throughput").to_number<double>(), 0.5);
@@ -123,16 +126,18 @@ TEST(Summary, RecordLineIsJsonWithEscapedMessage) {
   EXPECT_EQ(doc.at("error").as_string(), "server_error");
   EXPECT_EQ(doc.at("error_message").as_string(), "bad \"quote\"\n");
   EXPECT_TRUE(doc.at("ttft_ms").is_null());
-  auto good = boost::json::parse(record_json_line(ok_record(0.25, 1.0, 4, {0.25, 0.25}))).as_object();
+  auto good =
+      boost::json::parse(record_json_line(ok_record(0.25, 1.0, 4, {0.25, 0.25}))).as_object();
   EXPECT_DOUBLE_EQ(good.at("tpot_ms").to_number<double>(), 250.0);
   EXPECT_EQ(good.at("itl_ms").as_array().size(), 2u);
 }
 
 TEST(Summary, TableNamesEveryMetric) {
-  std::vector<RequestRecord> records = {ok_record(0.1, 1.1, 11, {0.1}), failed(ErrorKind::kHttpStatus, 500)};
+  std::vector<RequestRecord> records = {ok_record(0.1, 1.1, 11, {0.1}),
+                                        failed(ErrorKind::kHttpStatus, 500)};
   const std::string table = format_table(summarize(records, 2.0));
-  for (const char* needle : {"Successful requests:", "Mean TTFT (ms):", "P99 TPOT (ms):", "Median ITL (ms):",
-                             "http_status:", "HTTP 500:"}) {
+  for (const char* needle : {"Successful requests:", "Mean TTFT (ms):", "P99 TPOT (ms):",
+                             "Median ITL (ms):", "http_status:", "HTTP 500:"}) {
     EXPECT_NE(table.find(needle), std::string::npos) << needle;
   }
 }
@@ -140,7 +145,8 @@ TEST(Summary, TableNamesEveryMetric) {
 TEST(Compare, PrintsRatiosSideBySide) {
   std::vector<RequestRecord> fast = {ok_record(0.1, 1.0, 10)};
   std::vector<RequestRecord> slow = {ok_record(0.2, 2.0, 10)};
-  auto text = compare_results(to_json(summarize(fast, 1.0)), to_json(summarize(slow, 1.0)), "base", "new");
+  auto text =
+      compare_results(to_json(summarize(fast, 1.0)), to_json(summarize(slow, 1.0)), "base", "new");
   ASSERT_TRUE(text.ok());
   EXPECT_NE(text->find("base"), std::string::npos);
   EXPECT_NE(text->find("ttft_ms.p50"), std::string::npos);

@@ -56,8 +56,8 @@ std::optional<double> tpot_s(const RequestRecord& record) noexcept;
 
 // One parsed SSE `data:` payload of an OpenAI-compatible stream.
 struct StreamChunk {
-  bool done = false;        // the "[DONE]" sentinel
-  bool has_choices = false; // a non-empty "choices" array: a content chunk
+  bool done = false;         // the "[DONE]" sentinel
+  bool has_choices = false;  // a non-empty "choices" array: a content chunk
   std::optional<std::uint32_t> prompt_tokens;
   std::optional<std::uint32_t> completion_tokens;
   std::optional<std::uint32_t> cached_tokens;

@@ -58,8 +58,15 @@ struct Summary {
   std::map<std::string, std::uint64_t> errors_by_kind;
   std::map<std::string, std::uint64_t> errors_by_status;  // non-2xx statuses (http_status errors)
   Slo slo;
+  // Set when the times are a sped-up server's model time (the wall times times this speed);
+  // written as "time_base":"model","server_speed":S. Unset: wall time (or, for omni-cluster,
+  // virtual time), and nothing is written.
+  std::optional<double> server_speed;
 };
 Summary summarize(std::span<const RequestRecord> records, double duration_s, const Slo& slo = {});
+// Multiplies every time of `records` (send times, TTFT, ITLs, E2E) by `speed`: the wall times
+// of a server whose clock runs `speed` times faster become its model times.
+void scale_times(std::span<RequestRecord> records, double speed);
 
 // The results JSON. `extra` (a JSON object text, e.g. the run's configuration) is inserted
 // under "config" when non-empty.
@@ -71,5 +78,18 @@ std::string record_json_line(const RequestRecord& record);
 // Two results JSON texts side by side: each headline metric of a and b and the ratio b/a.
 Result<std::string> compare_results(std::string_view a_json, std::string_view b_json,
                                     std::string_view a_name = "a", std::string_view b_name = "b");
+
+// Several results files side by side, the first column the baseline. Each file is one results
+// object (omni-bench, omni-cluster with one policy) or an array of them (omni-cluster with
+// several policies: one column each). A column is labelled by `labels` (in column order) when
+// given, else by the results' config.label, else config.policy, else the file name ("#i" for
+// an array's element i). Every metric says which way is better ("higher"/"lower") and each
+// column after the first its ratio to the baseline and whether it is better or worse.
+struct ResultsFile {
+  std::string name;  // shown when nothing labels a column
+  std::string text;
+};
+Result<std::string> compare_results(std::span<const ResultsFile> files,
+                                    std::span<const std::string> labels = {});
 
 }  // namespace omni::benchstat
