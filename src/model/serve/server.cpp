@@ -1,7 +1,12 @@
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
+#include <atomic>
+
 #include <chrono>
-#include <mutex>
 
 #include "omni/http/server.hpp"
 #include "omni/http/sse.hpp"
@@ -59,7 +64,9 @@ struct ModelServer::Impl {
   bool real_tokenizer = false;
   sim::ModelLimits limits;
   std::unique_ptr<http::Server> server;
-  std::mutex busy;  // one request at a time
+  // One request at a time. An atomic flag, not a mutex: the handler's coroutine may resume on
+  // another I/O thread than the one that took it.
+  std::atomic<bool> busy{false};
   std::uint64_t next_id = 1;
   std::int64_t created = 0;
 
@@ -103,7 +110,15 @@ struct ModelServer::Impl {
         go.ignore_eos = t->as_bool();
     }
     if (g.seed) go.seed = static_cast<std::uint64_t>(*g.seed);
-    std::unique_lock lock(busy);
+    while (busy.exchange(true, std::memory_order_acquire)) {  // wait for the running request
+      boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
+      timer.expires_after(std::chrono::milliseconds(1));
+      co_await timer.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+    }
+    struct Release {
+      std::atomic<bool>& flag;
+      ~Release() { flag.store(false, std::memory_order_release); }
+    } release{busy};
     Session session(engine, go);
     std::vector<std::int32_t> prompt(g.prompt_tokens.begin(), g.prompt_tokens.end());
     sim::ResponseContext ctx{sim::Endpoint::kCompletions, "cmpl-" + std::to_string(next_id++),
