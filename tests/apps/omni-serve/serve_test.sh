@@ -40,9 +40,11 @@ streamed=$(echo "$stream" | sed -n 's/^data: \({.*\)/\1/p' | jq -c '.choices[0].
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/v1/completions" -d '{"model":"m","prompt":[1],"max_tokens":-1}')" = 400 ]
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/v1/completions" -d '{"model":"other","prompt":[1]}')" = 404 ]
 # Concurrent requests are served one after the other, each with the same greedy answer.
+clients=()
 for i in 1 2 3; do
   curl -s "$base/v1/completions" -H 'content-type: application/json' -d "$body" -o "$work/c$i" &
+  clients+=($!)
 done
-wait
+wait "${clients[@]}"  # not a bare wait: the server is a background job too
 for i in 1 2 3; do [ "$(jq -c .choices[0].token_ids "$work/c$i")" = "$expected" ]; done
 echo "omni-serve: run and /v1/completions agree on $expected"
