@@ -9,6 +9,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 #include <csignal>
+#include <cstdlib>
 #include <exception>
 
 #include "omni/http/client.hpp"
@@ -44,8 +45,10 @@ std::string error_text(int status, const std::string& body) {
   boost::system::error_code ec;
   auto doc = boost::json::parse(body, ec);
   if (!ec && doc.is_object()) {
-    if (const auto* error = doc.get_object().if_contains("error"); error != nullptr && error->is_object()) {
-      if (const auto* msg = error->get_object().if_contains("message"); msg != nullptr && msg->is_string()) {
+    if (const auto* error = doc.get_object().if_contains("error");
+        error != nullptr && error->is_object()) {
+      if (const auto* msg = error->get_object().if_contains("message");
+          msg != nullptr && msg->is_string()) {
         return "HTTP " + std::to_string(status) + ": " + std::string(msg->get_string());
       }
     }
@@ -64,7 +67,8 @@ http::ClientOptions client_options(const Options& o) {
 
 class Runner {
  public:
-  Runner(asio::io_context& io, const Options& options, workload::Workload& workload, Progress& progress)
+  Runner(asio::io_context& io, const Options& options, workload::Workload& workload,
+         Progress& progress)
       : io_(io),
         options_(options),
         workload_(workload),
@@ -129,7 +133,8 @@ class Runner {
   Task<void> sleep_until(double at_s) {
     const double wait = at_s - now_s();
     if (wait <= 0 || stop_) co_return;
-    pace_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(from_seconds(wait)));
+    pace_timer_.expires_after(
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(from_seconds(wait)));
     co_await pace_timer_.async_wait(asio::as_tuple(asio::use_awaitable));
   }
 
@@ -152,7 +157,8 @@ class Runner {
     asio::co_spawn(io_, exchange(std::move(spec), start),
                    [this, index, start](std::exception_ptr e, RequestRecord record) {
                      if (e) {
-                       record = RecordBuilder(index, start, 0).fail(now_s(), ErrorKind::kOther, "internal exception");
+                       record = RecordBuilder(index, start, 0)
+                                    .fail(now_s(), ErrorKind::kOther, "internal exception");
                      }
                      finished(std::move(record));
                    });
@@ -175,11 +181,18 @@ class Runner {
     request.target = options_.target;
     request.headers.add("Content-Type", "application/json");
     request.headers.add("Accept", "text/event-stream");
-    request.headers.add("X-Request-Id", "omni-bench-" + std::to_string(spec.index));
+    request.headers.add("X-Request-Id", options_.request_id_prefix + std::to_string(spec.index));
     request.body = workload::request_body(spec, body_options_);
     auto opened = co_await client_.open(options_.server, std::move(request));
-    if (!opened) co_return builder.fail(now_s(), kind_of(opened.error().code), opened.error().to_string());
+    if (!opened)
+      co_return builder.fail(now_s(), kind_of(opened.error().code), opened.error().to_string());
     std::unique_ptr<http::ResponseStream> stream = std::move(*opened);
+    if (!result_.header_speed) {
+      if (auto speed = stream->headers().get("X-Omni-Sim-Speed")) {
+        const double v = std::atof(std::string(*speed).c_str());
+        if (v > 0) result_.header_speed = v;
+      }
+    }
     if (stream->status() != 200) {
       const int status = stream->status();
       std::string body = co_await read_error_body(*stream);
@@ -198,7 +211,8 @@ class Runner {
     co_return body;
   }
 
-  Task<RequestRecord> read_events(http::ResponseStream& stream, RecordBuilder& builder, double start) {
+  Task<RequestRecord> read_events(http::ResponseStream& stream, RecordBuilder& builder,
+                                  double start) {
     http::SseParser parser;
     std::vector<http::SseEvent> events;
     bool saw_done = false;
@@ -206,7 +220,8 @@ class Runner {
     while (true) {
       auto piece = co_await stream.next();
       const double now = now_s();
-      if (!piece) co_return builder.fail(now, kind_of(piece.error().code), piece.error().to_string(), 200);
+      if (!piece)
+        co_return builder.fail(now, kind_of(piece.error().code), piece.error().to_string(), 200);
       if (!piece->has_value()) break;
       events.clear();
       if (auto fed = parser.feed(**piece, events); !fed) {
@@ -215,14 +230,17 @@ class Runner {
       for (const http::SseEvent& event : events) {
         if (saw_done) continue;  // nothing counts after [DONE]
         auto chunk = benchstat::parse_stream_chunk(event.data);
-        if (!chunk) co_return builder.fail(now, ErrorKind::kMalformedStream, chunk.error().to_string(), 200);
+        if (!chunk)
+          co_return builder.fail(now, ErrorKind::kMalformedStream, chunk.error().to_string(), 200);
         builder.on_chunk(now, *chunk);
         saw_done = chunk->done;
       }
-      if (now > deadline) co_return builder.fail(now, ErrorKind::kTimeout, "over the request timeout", 200);
+      if (now > deadline)
+        co_return builder.fail(now, ErrorKind::kTimeout, "over the request timeout", 200);
     }
     const double end = now_s();
-    if (parser.finish()) co_return builder.fail(end, ErrorKind::kMalformedStream, "stream cut mid-event", 200);
+    if (parser.finish())
+      co_return builder.fail(end, ErrorKind::kMalformedStream, "stream cut mid-event", 200);
     co_return builder.finish(end, saw_done);
   }
 

@@ -22,10 +22,11 @@ namespace omni::bench {
 
 struct RunResult {
   std::vector<benchstat::RequestRecord> records;  // in completion order
-  double duration_s = 0.0;  // first send to last completion
+  double duration_s = 0.0;                        // first send to last completion
   std::uint64_t issued = 0;
   std::optional<Error> workload_error;  // a malformed trace line ends the run early
   bool interrupted = false;             // SIGINT/SIGTERM stopped the dispatch
+  std::optional<double> header_speed;   // X-Omni-Sim-Speed of the first response carrying it
 };
 
 // Runs the whole benchmark on the calling thread.

@@ -91,7 +91,8 @@ struct Row {
 std::string cell(const std::optional<double>& v) { return v ? fmt::format("{:.3f}", *v) : "-"; }
 
 std::string verdict(Better better, double base, double value) {
-  if (value == base || better == Better::kNeither) return "same";
+  if (better == Better::kNeither) return "";
+  if (value == base) return "same";
   const bool higher = value > base;
   return higher == (better == Better::kHigher) ? "better" : "worse";
 }
@@ -158,6 +159,7 @@ Result<std::string> compare_results(std::span<const ResultsFile> files,
       std::string ratio = "-";
       if (va && vb && *va != 0.0) {
         ratio = fmt::format("{:.3f} {}", *vb / *va, verdict(row.better, *va, *vb));
+        while (ratio.back() == ' ') ratio.pop_back();
       } else if (va && vb) {
         ratio = verdict(row.better, *va, *vb);
       }

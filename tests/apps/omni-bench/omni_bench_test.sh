@@ -120,7 +120,7 @@ expect_refusal() {
   check "$work/bad.txt" "$why" "the refusal does not say '$why'"
 }
 expect_refusal "synthetic spec item 'n=0'" --base-url http://127.0.0.1:1 --synthetic n=0
-expect_refusal "give exactly one of --trace or --synthetic" --base-url http://127.0.0.1:1
+expect_refusal "give exactly one of --trace, --synthetic" --base-url http://127.0.0.1:1
 expect_refusal "--slo item 'ttft=2'" --base-url http://127.0.0.1:1 --synthetic n=1 --slo ttft=2
 expect_refusal "--base-url" --base-url https://x:1 --synthetic n=1
 expect_refusal "cannot open trace" --base-url http://127.0.0.1:1 --trace "$work/none.jsonl"
