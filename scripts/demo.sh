@@ -16,6 +16,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$here/build/dev}
 requests=${REQUESTS:-120}
 rate=${RATE:-8}
+slo=${SLO:-ttft=2s,tpot=100ms}
 speed=${SPEED:-20}
 out=${OUT:-$here/build/demo}
 bin=$build/bin
@@ -87,14 +88,14 @@ done
 echo "demo: replaying $requests requests (multi-turn sessions, $rate sessions/s) through the proxy"
 "$bin/omni-bench" --base-url "http://$proxy" --endpoint /v1/completions --model "$model" \
   --synthetic "n=$requests,rate=$rate,input=lognormal:1200:700,output=uniform:24:160,turns=uniform:1:3,think=1s" \
-  --slo ttft=2s,tpot=100ms --seed 1 --out "$out/results.json" --requests-out "$out/requests.jsonl" \
+  --slo "$slo" --server-speed "$speed" --seed 1 --out "$out/results.json" --requests-out "$out/requests.jsonl" \
   | tee "$out/table.txt"
 
 echo
 echo "demo: results written to $out/results.json (per request: $out/requests.jsonl);"
 echo "demo: the proxy's access log (every request's stage timestamps): $out/access.jsonl"
 echo "demo: logs of every process in $out/"
-echo "demo: times are wall-clock at ${speed}x model speed: multiply by $speed for real-GPU time"
+echo "demo: times, rates and SLOs are model time (the engines' clock runs ${speed}x; omni-bench --server-speed $speed)"
 if [ "${KEEP:-0}" = 1 ]; then
   echo "demo: the cluster keeps running; Ctrl-C stops it"
   while true; do sleep 1; done

@@ -161,7 +161,8 @@ int run(Flags& flags) {
     std::cerr << "omni-bench: " << workload.error().message << "\n";
     return 2;
   }
-  const ServerInfo server = probe_server(*options);
+  const ServerInfo server =
+      probe_server(*options, options->detect_speed, flags.save_result && flags.model.empty());
   if (options->detect_speed && server.speed) options->server_speed = server.speed;
   if (flags.time_base == "model" && !options->server_speed) {
     std::cerr << "omni-bench: --time-base model: the server does not report its speed; give "

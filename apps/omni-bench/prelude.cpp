@@ -47,29 +47,32 @@ std::optional<boost::json::object> json_object(const Result<http::Response>& r) 
 
 }  // namespace
 
-ServerInfo probe_server(const Options& o) {
+ServerInfo probe_server(const Options& o, bool want_speed, bool want_model) {
   ServerInfo info;
+  if (!want_speed && !want_model) return info;
   run_with_client(o, std::chrono::seconds(3), [&](http::Client& client) -> Task<void> {
-    auto version = co_await client.send(o.server, get(o.prefix + "/version"));
-    if (auto doc = json_object(version)) {
-      const auto* sim = doc->if_contains("omni_sim");
-      const auto* speed =
-          sim && sim->is_object() ? sim->get_object().if_contains("speed") : nullptr;
-      if (speed && speed->is_number() && speed->to_number<double>() > 0)
-        info.speed = speed->to_number<double>();
+    if (want_speed) {
+      auto version = co_await client.send(o.server, get(o.prefix + "/version"));
+      if (auto doc = json_object(version)) {
+        const auto* sim = doc->if_contains("omni_sim");
+        const auto* speed =
+            sim && sim->is_object() ? sim->get_object().if_contains("speed") : nullptr;
+        if (speed && speed->is_number() && speed->to_number<double>() > 0)
+          info.speed = speed->to_number<double>();
+      }
     }
+    if (!want_model) co_return;
     auto models = co_await client.send(o.server, get(o.prefix + "/v1/models"));
-    if (auto doc = json_object(models)) {
-      const auto* data = doc->if_contains("data");
-      if (data && data->is_array() && !data->get_array().empty() &&
-          data->get_array()[0].is_object()) {
-        const auto& first = data->get_array()[0].get_object();
-        for (const char* key : {"root", "id"}) {
-          if (const auto* v = first.if_contains(key); v && v->is_string()) {
-            info.model_id = std::string(v->get_string());
-            break;
-          }
-        }
+    auto doc = json_object(models);
+    const auto* data = doc ? doc->if_contains("data") : nullptr;
+    if (!data || !data->is_array() || data->get_array().empty() ||
+        !data->get_array()[0].is_object())
+      co_return;
+    const auto& first = data->get_array()[0].get_object();
+    for (const char* key : {"root", "id"}) {
+      if (const auto* v = first.if_contains(key); v && v->is_string()) {
+        info.model_id = std::string(v->get_string());
+        break;
       }
     }
   });

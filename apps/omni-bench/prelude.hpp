@@ -16,9 +16,9 @@ struct ServerInfo {
   std::string model_id;         // /v1/models data[0].root (else .id), as vllm bench serve reads it
 };
 
-// GET /version and /v1/models, each bounded by a couple of seconds; what did not answer stays
-// unset (any OpenAI server works).
-ServerInfo probe_server(const Options& options);
+// GET /version (when `speed`) and /v1/models (when `model`), each bounded by a few seconds;
+// what did not answer stays unset (any OpenAI server works).
+ServerInfo probe_server(const Options& options, bool speed, bool model);
 
 // Sends `spec` `count` times (at most --concurrency at once) and waits for every answer, as
 // vllm bench serve's --num-warmups; kUnavailable when none completed.
