@@ -2,7 +2,9 @@
 # Fidelity of the cluster simulator: the same workload (a) live, omni-bench against a real
 # omni-sim process whose model clock runs K times faster than the wall, and (b) in omni-cluster
 # with the same profiles and engine limits. Median TTFT and TPOT must agree within 10% (the
-# live figures, measured on the wall clock, are multiplied by K to be in model time).
+# live figures, measured on the wall clock, are multiplied by K to be in model time). The live
+# side has no gateway, so the simulated one runs round-robin over its one instance: a policy
+# that never holds a request at the gateway.
 #   fidelity_test.sh omni-sim omni-bench omni-cluster [K]
 set -euo pipefail
 sim=$1
@@ -26,12 +28,14 @@ for _ in $(seq 200); do grep -q "listening on" "$work/sim.log" && break; sleep 0
 address=$(grep -m1 "listening on" "$work/sim.log" | grep -oE "[0-9]+(\.[0-9]+){3}:[0-9]+") ||
   fail "omni-sim did not start"
 
-"$bench" --base-url "http://$address" --synthetic "$spec" --seed 5 \
+# --time-base wall: this test scales by K itself (omni-bench would otherwise read omni-sim's
+# speed from /version and pace and report in model time on its own).
+"$bench" --base-url "http://$address" --synthetic "$spec" --seed 5 --time-base wall \
   --time-scale "$(python3 -c "print(1 / $k)")" --out "$work/live.json" > "$work/bench.out" 2>&1 ||
   fail "omni-bench failed: $(tail -3 "$work/bench.out")"
 "$cluster" --synthetic "$spec" --seed 5 --prefill-instances 0 --decode-instances 1 \
   --model deepseek-v3 --hardware h200 --tensor-parallel-size 8 --enable-expert-parallel true \
-  "${engine[@]}" --network-latency-ms 0 --out "$work/sim.json" > /dev/null ||
+  "${engine[@]}" --network-latency-ms 0 --policy round-robin --out "$work/sim.json" > /dev/null ||
   fail "omni-cluster failed"
 
 python3 - "$work/live.json" "$work/sim.json" "$k" <<'PY'
