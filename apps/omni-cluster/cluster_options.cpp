@@ -1,7 +1,7 @@
 #include "cluster_options.hpp"
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
+#include <boost/json.hpp>
 
 #include "omni/workload/synthetic.hpp"
 #include "omni/workload/trace.hpp"
@@ -50,15 +50,46 @@ void add_flags(CLI::App& cli, Options& o) {
   cli.add_option("--num-gpu-blocks-override", o.num_gpu_blocks,
                  "KV blocks per instance (default: from the profiles' memory)");
   cli.add_flag("--no-prefix-caching", o.no_prefix_caching, "Disable prefix caching");
-  cli.add_option("--kv-link-gbps", o.kv_link_gbps, "KV-transfer bandwidth per transfer, GB/s")
+  cli.add_option("--kv-link-gbps", o.kv_link_gbps,
+                 "KV-transfer bandwidth of one transfer, in gigabits (not bytes) per second")
       ->capture_default_str();
   cli.add_option("--network-latency-ms", o.network_latency_ms, "One gateway-instance hop")
       ->capture_default_str();
-  cli.add_option("--policy", o.policy,
-                 "Router policy, or several separated by commas (each is run on the same "
-                 "workload): round-robin, random, least-requests (least-load), least-tokens")
+  cli.add_option("--policy", o.policy, policy_help())->capture_default_str();
+  cli.add_option("--node-speed", o.node_speed,
+                 "How predictive policies (omni) estimate each prefill node's speed: learned (as "
+                 "omni-proxy, the default) or equal")
+      ->check(CLI::IsMember({"learned", "equal"}))
       ->capture_default_str();
-  cli.add_option("--time-scale", o.time_scale, "Multiply arrival times by this (0.5 = twice as fast), as omni-bench")
+  // The gateway core's own settings, with omni-proxy's names and defaults (docs/proxy.md).
+  cli.add_option("--limits-queue-capacity", o.gateway.queue_capacity,
+                 "Requests waiting in the gateway (rejected beyond)")
+      ->capture_default_str();
+  cli.add_option("--limits-node-max-outstanding-tokens", o.gateway.node_limits.outstanding_tokens,
+                 "A node at or over this many outstanding tokens takes no new request")
+      ->capture_default_str();
+  cli.add_option("--limits-node-max-running", o.gateway.node_limits.running,
+                 "A node running this many requests takes no new one")
+      ->capture_default_str();
+  cli.add_option("--timeouts-queue", o.queue_timeout_s,
+                 "Longest wait in the gateway queue, seconds (then the request fails)")
+      ->capture_default_str();
+  cli.add_option(
+         "--max-decode-wait", o.max_decode_wait_s,
+         "PD: longest a prefilled request waits for a decode node the policy holds, seconds")
+      ->capture_default_str();
+  cli.add_option("--kv-event-delay-ms", o.kv_event_delay_ms,
+                 "Engines' KV events reach the gateway this long after their step")
+      ->capture_default_str();
+  cli.add_option("--engine-metrics-interval", o.engine_metrics_interval_s,
+                 "The engines' own load reaches the gateway this often, seconds (as omni-proxy's "
+                 "health.interval scrape); 0: after every step")
+      ->capture_default_str();
+  cli.add_flag("--fresh-cache-oracle", o.fresh_cache_oracle,
+               "What-if only: the gateway sees every engine's exact cache instantly instead of "
+               "their KV events");
+  cli.add_option("--time-scale", o.time_scale,
+                 "Multiply arrival times by this (0.5 = twice as fast), as omni-bench")
       ->capture_default_str();
   cli.add_option("--max-requests", o.max_requests, "Stop after this many requests (0: all)");
   cli.add_option("--slo", o.slo, "Goodput SLOs, e.g. ttft=2s,tpot=80ms");
@@ -71,6 +102,16 @@ void add_flags(CLI::App& cli, Options& o) {
   cli.add_option("--seed", o.seed, "Seed of every random choice")->capture_default_str();
   cli.add_flag("--no-fast-forward", o.no_fast_forward,
                "Step every instance through every step (slow; for checking)");
+}
+
+std::string policy_help() {
+  std::string help =
+      "Gateway policy, or several separated by commas (each is run on the same workload). "
+      "Default " +
+      std::string(sched::kDefaultPolicy) + ". Known:";
+  for (const sched::PolicyInfo& p : sched::placement_policies())
+    help += " " + p.name + " (" + p.summary + ");";
+  return help;
 }
 
 namespace {
@@ -136,11 +177,21 @@ Result<Setup> prepare(const Options& o) {
   config.slo = Slo{slo->ttft_s.value_or(0.0), slo->tpot_s.value_or(0.0), slo->e2e_s.value_or(0.0)};
   config.seed = o.seed;
   config.fast_forward = !o.no_fast_forward;
+  config.gateway = o.gateway;
+  config.gateway.queue_timeout =
+      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(o.queue_timeout_s));
+  config.gateway.max_decode_wait =
+      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(o.max_decode_wait_s));
+  config.kv_event_delay_s = o.kv_event_delay_ms / 1e3;
+  config.engine_metrics_interval_s = o.engine_metrics_interval_s;
+  config.fresh_cache_oracle = o.fresh_cache_oracle;
 
   std::vector<std::string> policies = split_commas(o.policy);
   if (policies.empty()) return make_error(ErrorCode::kInvalidArgument, "--policy is empty");
   for (const std::string& name : policies) {
-    if (auto policy = make_policy(name, o.seed); !policy) return std::move(policy).error();
+    if (auto policy = sched::make_placement_policy(name, policy_settings(o)); !policy) {
+      return std::move(policy).error();
+    }
   }
   // Prefill instances run prompts only: no MTP there.
   engine::CostModel prefill_cost(*model, *hardware, layout, engine::MtpConfig{});
@@ -284,10 +335,10 @@ std::string config_json(const Options& o, const ClusterResult& r, double wall) {
 std::string describe(const Options& o) {
   return fmt::format(
       "{} prefill + {} decode instances ({} PD, {} groups), model {}, hardware {}, TP{} DP{}{}, "
-      "block size {}, max {} seqs / {} batched tokens, KV link {} GB/s, network {} ms, "
+      "block size {}, max {} seqs / {} batched tokens, KV link {} Gb/s, network {} ms, "
       "time scale {}, seed {}",
-      o.prefill_instances, o.decode_instances, o.pd_pattern, o.pd_groups, o.model, o.hardware,
-      o.tp, o.dp, o.ep ? " EP" : "", o.block_size, o.max_num_seqs, o.max_num_batched_tokens,
+      o.prefill_instances, o.decode_instances, o.pd_pattern, o.pd_groups, o.model, o.hardware, o.tp,
+      o.dp, o.ep ? " EP" : "", o.block_size, o.max_num_seqs, o.max_num_batched_tokens,
       o.kv_link_gbps, o.network_latency_ms, o.time_scale, o.seed);
 }
 

@@ -11,6 +11,8 @@
 #include "omni/cluster/simulator.hpp"
 #include "omni/common/result.hpp"
 #include "omni/engine/cost_model.hpp"
+#include "omni/proxy/scheduler.hpp"
+#include "omni/sched/policy.hpp"
 #include "omni/workload/request_spec.hpp"
 
 namespace omni::cluster::app {
@@ -35,9 +37,16 @@ struct Options {
   std::uint32_t max_num_batched_tokens = 16384;
   std::uint64_t num_gpu_blocks = 0;
   bool no_prefix_caching = false;
-  double kv_link_gbps = 50.0;
+  double kv_link_gbps = engine::kDefaultKvLinkGbps;
   double network_latency_ms = 0.2;
-  std::string policy = "round-robin";
+  std::string policy = std::string(sched::kDefaultPolicy);
+  std::string node_speed = "learned";
+  proxy::SchedulerOptions gateway;  // the core's defaults: omni-proxy's
+  double queue_timeout_s = 30.0;
+  double max_decode_wait_s = 2.0;
+  double kv_event_delay_ms = 1.0;
+  double engine_metrics_interval_s = 1.0;
+  bool fresh_cache_oracle = false;
   double time_scale = 1.0;
   std::uint64_t max_requests = 0;
   std::string slo;
@@ -50,6 +59,15 @@ struct Options {
 };
 
 void add_flags(CLI::App& cli, Options& options);
+std::string policy_help();
+
+inline sched::PolicySettings policy_settings(const Options& o) {
+  sched::PolicySettings settings;
+  settings.seed = o.seed;
+  settings.node_speed =
+      o.node_speed == "equal" ? sched::NodeSpeed::kEqual : sched::NodeSpeed::kLearned;
+  return settings;
+}
 
 struct Setup {
   ClusterConfig config;

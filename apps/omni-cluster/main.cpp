@@ -4,7 +4,7 @@
 // the same JSON as omni-bench, plus an HTML/SVG report.
 //
 //   omni-cluster --trace ../shared/traces/mooncake_synthetic_trace.jsonl --trace-format mooncake
-//       --prefill-instances 4 --decode-instances 2 --policy round-robin,least-tokens
+//       --prefill-instances 4 --decode-instances 2 --policy omni,round-robin,least-tokens
 //       --out results.json --report report/
 //   omni-cluster --synthetic n=1000000,rate=2000,input=1000,output=200
 //       --prefill-instances 500 --decode-instances 500 --max-num-seqs 256
@@ -63,17 +63,19 @@ int run(int argc, char** argv) {
   for (const std::string& name : setup->policies) {
     auto source = open_source(options);
     if (!source) return fail(source.error().message);
-    auto policy = make_policy(name, options.seed);
+    auto policy = sched::make_placement_policy(name, policy_settings(options));
     if (!policy) return fail(policy.error().message);
     RecordSink sink;
     if (records) {
-      sink = [&records, &name](const RequestRecord& r) { *records << record_line(name, r) << '\n'; };
+      sink = [&records, &name](const RequestRecord& r) {
+        *records << record_line(name, r) << '\n';
+      };
     }
     const auto started = std::chrono::steady_clock::now();
     auto result = simulate(setup->config, setup->prefill_cost, setup->decode_cost, **source,
-                           **policy, sink);
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
-                            .count();
+                           std::move(*policy), sink);
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (!result) {
       std::cerr << "omni-cluster: " << result.error().message << "\n";
       return 1;
@@ -97,8 +99,8 @@ int run(int argc, char** argv) {
     std::cout << "results written to " << options.out << "\n";
   }
   if (!options.report_dir.empty()) {
-    ReportInput input{"omni-cluster report", joined_command_line(argc, argv),
-                      describe(options), std::move(results)};
+    ReportInput input{"omni-cluster report", joined_command_line(argc, argv), describe(options),
+                      std::move(results)};
     if (auto status = write_report(options.report_dir, input); !status.ok()) {
       std::cerr << "omni-cluster: " << status.error().message << "\n";
       return 1;

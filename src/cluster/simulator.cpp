@@ -1,11 +1,13 @@
 #include "omni/cluster/simulator.hpp"
-#include "omni/sched/policy.hpp"
-#include "omni/sched/prefix_index.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <deque>
 #include <queue>
 #include <unordered_map>
 #include <utility>
+
+#include "omni/common/clock.hpp"
 
 namespace omni::cluster {
 namespace {
@@ -14,15 +16,22 @@ using engine::Engine;
 using engine::FinishReason;
 using engine::SeqId;
 using engine::SeqSpec;
+using proxy::Decision;
+using proxy::Lease;
+using proxy::Outcome;
+using proxy::Ticket;
+using sched::Role;
 
 // Equal times are ordered by kind, then by insertion: engine progress first, then gateway
-// decisions, then new arrivals, then observation.
+// inputs, then new arrivals, then observation.
 enum class EventKind : std::uint8_t {
   kStepDone,
   kRunDone,
   kPrefillReturned,
   kTransferDone,
-  kDecodeDeadline,
+  kKvEvents,
+  kScrape,
+  kGatewayWake,
   kDeliver,
   kArrival,
   kSample,
@@ -32,7 +41,7 @@ struct Event {
   double t = 0.0;
   EventKind kind = EventKind::kArrival;
   std::uint64_t seq = 0;
-  std::uint64_t subject = 0;  // instance index, or request id
+  std::uint64_t subject = 0;  // instance slot, or request id
   std::uint64_t version = 0;  // an instance's version (stale run ends are ignored)
 };
 
@@ -46,11 +55,12 @@ struct LaterFirst {
 
 enum class Phase : std::uint8_t { kIdle, kStep, kRun };
 
+// One engine instance. Its slot in instances_ is also its node id in the gateway core: the
+// prefill pool first, then the decode pool.
 struct Instance {
   explicit Instance(Engine e) : engine(std::move(e)) {}
   Engine engine;
-  Role role = Role::kMixed;
-  InstanceLoad* load = nullptr;
+  Role role = Role::kPrefill;
   Phase phase = Phase::kIdle;
   engine::StepPlan plan;
   double started = 0.0;  // start of the step or run in flight
@@ -59,6 +69,10 @@ struct Instance {
   std::uint64_t version = 0;
   std::vector<SeqSpec> pending_adds;  // applied at the next step boundary
   std::vector<SeqId> pending_releases;
+  std::deque<std::pair<double, kvcache::KVEventBatch>> kv_in_flight;  // to the gateway
+  // Sampled for the report.
+  std::uint32_t running = 0, waiting = 0;
+  double kv_usage = 0.0;
 };
 
 struct Flight {
@@ -66,45 +80,61 @@ struct Flight {
   std::uint32_t prompt = 0;
   std::uint32_t output = 0;
   std::vector<std::uint64_t> hashes;
-  std::int32_t prefill = -1;
+  std::int32_t prefill = -1;  // instance slots
   std::int32_t decode = -1;
+  std::string group;  // the prefill node's PD group
+  std::optional<Lease> prefill_lease;
+  std::optional<Lease> decode_lease;
+  bool prefilled = false;  // concurrent PD: the prefill finished before the decode was placed
   double first_token = -1.0;
   double last_token = -1.0;
   std::uint32_t tokens = 0;
   std::uint32_t cached = 0;
-  double dispatched = 0.0;       // when the gateway placed it on its first instance
-  std::uint32_t queued = 0;      // uncached prompt tokens counted in that instance's queue
-  bool long_prefill = false;     // counted in that instance's queued_long_prefills
-  bool prefill_counted = false;  // in its prefill instance's outstanding load
-  bool decode_counted = false;   // in its decode instance's outstanding load
 };
 
 constexpr std::uint32_t kMaxRunSteps = 1u << 20;
 
-class Simulation final : public ClusterView {
+// A request has at most one live ticket per role: its id and the role make the ticket's.
+std::uint64_t ticket_of(std::uint64_t request, Role role) {
+  return request * 2 + (role == Role::kDecode ? 1 : 0);
+}
+std::uint64_t request_of_ticket(std::uint64_t ticket) { return ticket / 2; }
+Role role_of_ticket(std::uint64_t ticket) { return ticket % 2 ? Role::kDecode : Role::kPrefill; }
+
+TimePoint at_seconds(double t) {
+  return TimePoint{Duration{static_cast<Duration::rep>(std::llround(t * 1e9))}};
+}
+double seconds_at(TimePoint t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+std::string group_name(std::uint32_t group) { return "g" + std::to_string(group); }
+
+class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOracle {
  public:
   Simulation(const ClusterConfig& config, const engine::CostModel& prefill_cost,
-             const engine::CostModel& decode_cost, RequestSource& source, RouterPolicy& policy,
-             const RecordSink& sink)
+             const engine::CostModel& decode_cost, RequestSource& source,
+             std::unique_ptr<sched::PlacementPolicy> policy, const RecordSink& sink,
+             const DecisionSink& decision_sink)
       : config_(config),
         decode_cost_(decode_cost),
         source_(source),
-        policy_(policy),
         sink_(sink),
-        predicted_(sched::PrefixIndexOptions{std::size_t{1} << 22, config.predicted_ttl_s}) {
-    prefill_loads_.resize(config.prefill_instances);
-    decode_loads_.resize(config.decode_instances);
+        decision_sink_(decision_sink),
+        policy_name_(policy->name()),
+        core_(clock_, gateway_options(config, *this, *this), std::move(policy)) {
     instances_.reserve(config.prefill_instances + config.decode_instances);
-    const bool aggregated = config.prefill_instances == 0;
+    std::vector<proxy::NodeSpec> nodes;
     for (std::uint32_t i = 0; i < config.prefill_instances; ++i) {
-      add_instance(Role::kPrefill, i, prefill_loads_, config.prefill_engine, prefill_cost);
+      nodes.push_back(add_instance(Role::kPrefill, i, config.prefill_instances,
+                                   config.prefill_engine, prefill_cost));
     }
     for (std::uint32_t i = 0; i < config.decode_instances; ++i) {
-      add_instance(aggregated ? Role::kMixed : Role::kDecode, i, decode_loads_,
-                   config.decode_engine, decode_cost);
+      nodes.push_back(add_instance(Role::kDecode, i, config.decode_instances, config.decode_engine,
+                                   decode_cost));
     }
-    last_prefill_done_.assign(instances_.size(), 0.0);
-    result_.policy = std::string(policy.name());
+    core_.set_nodes(nodes);  // ids 0.. in this order: an instance's slot is its node id
+    result_.policy = policy_name_;
     label_timeline();
   }
 
@@ -114,16 +144,15 @@ class Simulation final : public ClusterView {
     }
     pull_arrival();
     if (config_.sample_interval_s > 0) push(first_arrival_, EventKind::kSample, 0);
+    if (config_.engine_metrics_interval_s > 0) push(first_arrival_, EventKind::kScrape, 0);
     while (!events_.empty()) {
       const Event event = events_.top();
       events_.pop();
       now_ = event.t;
+      clock_.set(at_seconds(now_));
       ++result_.events;
       dispatch(event);
-      // Prefilled requests first: their KV already occupies a prefill node.
-      if (released_ && !decode_held_.empty()) retry_decode_held();
-      if (released_ && !held_.empty()) retry_held();
-      released_ = false;
+      if (gateway_dirty_) run_gateway();
     }
     for (auto& [id, flight] : flights_) {
       fail(id, flight, "never finished (the cluster could not admit it)", "never_finished");
@@ -132,46 +161,58 @@ class Simulation final : public ClusterView {
     for (const Instance& instance : instances_) {
       result_.preemptions += instance.engine.stats().num_preemptions;
     }
+    result_.decode_holds = core_.decode_holds();
+    result_.decode_hold_timeouts = core_.decode_hold_timeouts();
     result_.duration_s = std::max(0.0, last_completion_ - first_arrival_);
     result_.arrival_span_s = std::max(0.0, last_arrival_ - first_arrival_);
     return std::move(result_);
   }
 
-  // ClusterView
-  std::span<const InstanceLoad> prefill() const override { return prefill_loads_; }
-  std::span<const InstanceLoad> decode() const override { return decode_loads_; }
-  // What the gateway's prefix index knows: the engine's cache exactly (a perfectly fresh KV-event
-  // feed) and, for the blocks of requests routed there whose prefill has not stored them yet,
-  // the approximate entries inserted at dispatch.
-  std::uint32_t cached_prefix_tokens(Role pool, std::uint32_t index,
-                                     std::span<const std::uint64_t> hashes) const override {
-    const std::size_t at = pool == Role::kPrefill ? index : config_.prefill_instances + index;
-    if (at >= instances_.size()) return 0;
-    const std::vector<std::uint64_t> copy(hashes.begin(), hashes.end());
-    const std::uint32_t exact = instances_[at].engine.cached_prefix_tokens(copy);
-    const std::uint32_t predicted =
-        predicted_.match_instance(static_cast<sched::InstanceId>(at), hashes, now_) * block_size();
-    return std::max(exact, predicted);
+  // TransferModel: every prefill-decode pair has the same link in this model.
+  double seconds(std::uint64_t prompt_tokens, std::uint32_t, std::uint32_t) const override {
+    return decode_cost_.kv_transfer_seconds(prompt_tokens, config_.kv_link_gbps);
   }
-  std::uint32_t block_size() const override {
-    return config_.prefill_instances > 0 ? config_.prefill_engine.block_size
-                                         : config_.decode_engine.block_size;
+
+  // FreshCacheOracle (what-if only): the engine's exact cache.
+  std::uint32_t cached_tokens(std::uint32_t node,
+                              std::span<const std::uint64_t> hashes) const override {
+    if (node >= instances_.size()) return 0;
+    const std::vector<std::uint64_t> copy(hashes.begin(), hashes.end());
+    return instances_[node].engine.cached_prefix_tokens(copy);
   }
 
  private:
-  void add_instance(Role role, std::uint32_t index, std::vector<InstanceLoad>& loads,
-                    const engine::EngineConfig& engine_config, const engine::CostModel& cost) {
-    InstanceLoad& load = loads[index];
-    load.index = index;
-    load.role = role;
-    const auto pool_size = static_cast<std::uint64_t>(loads.size());
-    const std::uint64_t groups = std::max<std::uint32_t>(1, config_.pd_groups);
-    load.group = static_cast<std::uint32_t>(std::uint64_t{index} * groups / pool_size);
+  static proxy::SchedulerOptions gateway_options(const ClusterConfig& config,
+                                                 const proxy::TransferModel& transfer,
+                                                 const proxy::FreshCacheOracle& oracle) {
+    proxy::SchedulerOptions o = config.gateway;
+    o.aggregated = config.prefill_instances == 0;
+    o.block_size =
+        o.aggregated ? config.decode_engine.block_size : config.prefill_engine.block_size;
+    o.transfer = &transfer;
+    o.fresh_cache = config.fresh_cache_oracle ? &oracle : nullptr;
+    return o;
+  }
+
+  proxy::NodeSpec add_instance(Role role, std::uint32_t index, std::uint32_t pool_size,
+                               engine::EngineConfig engine_config, const engine::CostModel& cost) {
+    engine_config.emit_kv_events = !config_.fresh_cache_oracle;
     const std::uint64_t seed = config_.seed * 1000003ULL + instances_.size();
     Instance instance(Engine(engine_config, cost, seed));
     instance.role = role;
-    instance.load = &load;
     instances_.push_back(std::move(instance));
+    const std::uint64_t groups = std::max<std::uint32_t>(1, config_.pd_groups);
+    const auto group = static_cast<std::uint32_t>(std::uint64_t{index} * groups / pool_size);
+    proxy::NodeSpec spec;
+    const bool aggregated = config_.prefill_instances == 0;
+    spec.name = std::string(role == Role::kPrefill ? "prefill-"
+                            : aggregated           ? "instance-"
+                                                   : "decode-") +
+                std::to_string(index);
+    spec.role = role;
+    spec.group = group_name(group);
+    spec.kv_events = !config_.fresh_cache_oracle;
+    return spec;
   }
 
   void label_timeline() {
@@ -207,12 +248,17 @@ class Simulation final : public ClusterView {
       }
       case EventKind::kPrefillReturned: return on_prefill_returned(event.subject);
       case EventKind::kTransferDone: return on_transfer_done(event.subject);
-      case EventKind::kDecodeDeadline: return on_decode_deadline(event.subject);
+      case EventKind::kKvEvents: return on_kv_events(event.subject);
+      case EventKind::kScrape: return on_scrape();
+      case EventKind::kGatewayWake:
+        wake_at_ = -1.0;
+        gateway_dirty_ = true;
+        return;
       case EventKind::kSample: return on_sample();
     }
   }
 
-  // --- arrivals and routing -------------------------------------------------------------
+  // --- arrivals and the gateway ------------------------------------------------------------
 
   void pull_arrival() {
     if (config_.max_requests > 0 && pulled_ >= config_.max_requests) return;
@@ -224,16 +270,21 @@ class Simulation final : public ClusterView {
     if (pulled_ == 1) first_arrival_ = at;
     last_arrival_ = at;
     next_request_ = std::move(*request);
+    arrival_pending_ = true;
     push(at, EventKind::kArrival, next_request_.id);
   }
 
-  RoutingRequest routing_view(std::uint64_t id, const Flight& flight,
-                              bool awaiting_decode = false) const {
-    return RoutingRequest{
-        id, now_, flight.arrival, flight.prompt, flight.output, flight.hashes, awaiting_decode};
+  std::uint32_t block_size() const {
+    return config_.prefill_instances > 0 ? config_.prefill_engine.block_size
+                                         : config_.decode_engine.block_size;
   }
+  bool aggregated() const { return config_.prefill_instances == 0; }
+
+  // Requests in flight or still to arrive: the periodic events (samples, scrapes) keep going.
+  bool work_left() const { return !flights_.empty() || arrival_pending_; }
 
   void on_arrival() {
+    arrival_pending_ = false;
     const ClusterRequest request = std::move(next_request_);
     pull_arrival();
     Flight flight;
@@ -253,94 +304,100 @@ class Simulation final : public ClusterView {
       fail(request.id, duplicate, "duplicate request id", "rejected");
       return;
     }
-    if (!place(request.id, it->second)) held_.push_back(request.id);
+    submit(request.id, it->second, aggregated() ? Role::kDecode : Role::kPrefill);
   }
 
-  // The gateway's first placement: the prefill instance (PD) or the only one (aggregated).
-  // False when the policy holds the request at the gateway.
-  bool place(std::uint64_t id, Flight& f) {
-    const RoutingRequest view = routing_view(id, f);
-    if (config_.prefill_instances == 0) {
-      const auto chosen = policy_.choose_decode(view, nullptr, *this);
-      if (!chosen) return false;
-      count_decode(f, *chosen);
-      count_prefill_queue(f, decode_loads_[static_cast<std::size_t>(f.decode)], Role::kMixed);
-    } else {
-      const auto chosen = policy_.choose_prefill(view, *this);
-      if (!chosen) return false;
-      f.prefill = static_cast<std::int32_t>(std::min(*chosen, config_.prefill_instances - 1));
-      InstanceLoad& load = prefill_loads_[static_cast<std::size_t>(f.prefill)];
-      load.outstanding_requests += 1;
-      load.outstanding_tokens += f.prompt;
-      f.prefill_counted = true;
-      count_prefill_queue(f, load, Role::kPrefill);
-      if (config_.pattern == PdPattern::kConcurrent) choose_decode(f, view, &load);
+  // A leg for the gateway: the request's first placement (prefill, or the whole request in
+  // aggregated mode) or its PD decode leg.
+  void submit(std::uint64_t id, Flight& flight, Role role) {
+    Ticket ticket;
+    ticket.id = ticket_of(id, role);
+    ticket.role = role;
+    ticket.prompt_tokens = flight.prompt;
+    ticket.max_tokens = flight.output;
+    ticket.arrival = at_seconds(flight.arrival);
+    const bool prefills = role == Role::kPrefill || aggregated();
+    if (prefills) ticket.block_hashes = flight.hashes;
+    if (role == Role::kDecode && !aggregated()) {
+      ticket.group = flight.group;
+      ticket.prefill_node = static_cast<std::uint32_t>(flight.prefill);
     }
-    f.dispatched = now_;
-    push(now_ + config_.network_latency_s, EventKind::kDeliver, id);
-    return true;
-  }
-
-  // The uncached part of the prompt joins the instance's prefill queue (what a gateway that
-  // knows the prefix index would count).
-  void count_prefill_queue(Flight& f, InstanceLoad& load, Role role) {
-    const std::uint32_t cached = cached_prefix_tokens(role, load.index, f.hashes);
-    const std::size_t slot = role == Role::kPrefill ? load.index
-                                                    : config_.prefill_instances + load.index;
-    predicted_.insert_predicted(static_cast<sched::InstanceId>(slot), f.hashes, now_);
-    f.queued = f.prompt - std::min(f.prompt, cached);
-    load.queued_prefill_tokens += f.queued;
-    f.long_prefill = f.queued >= sched::kLongPrefillTokens;
-    if (f.long_prefill) ++load.queued_long_prefills;
-  }
-
-  void release_prefill_queue(Flight& f, InstanceLoad& load, std::size_t slot, bool observe) {
-    load.queued_prefill_tokens -= std::min<std::uint64_t>(load.queued_prefill_tokens, f.queued);
-    if (f.long_prefill && load.queued_long_prefills > 0) --load.queued_long_prefills;
-    f.long_prefill = false;
-    if (observe) {
-      const double busy_from = std::max(f.dispatched, last_prefill_done_[slot]);
-      policy_.on_prefill_done(load.index, f.queued, now_ - busy_from);
-      last_prefill_done_[slot] = now_;
-    }
-    f.queued = 0;
-    released_ = true;
-  }
-
-  // Load was released somewhere: place held requests in the policy's order until one is held
-  // again (head-of-line in score order, so a held request is never overtaken by a worse one).
-  void retry_held() {
-    if (held_.empty()) return;
-    scored_.clear();
-    for (const std::uint64_t id : held_) {
+    if (Status submitted = core_.submit(std::move(ticket)); !submitted) {
       auto it = flights_.find(id);
-      if (it == flights_.end()) continue;
-      scored_.emplace_back(policy_.queue_score(routing_view(id, it->second)), id);
+      fail(id, it->second, submitted.error().message, "rejected");
+      flights_.erase(it);
+      return;
     }
-    std::sort(scored_.begin(), scored_.end());
-    held_.clear();
-    bool blocked = false;
-    for (const auto& [score, id] : scored_) {
-      Flight& f = flights_.find(id)->second;
-      if (blocked || !place(id, f)) {
-        blocked = true;
-        held_.push_back(id);
-      }
+    gateway_dirty_ = true;
+  }
+
+  // The gateway core decides what it can now; a decision may submit a new leg (concurrent PD
+  // places its decode once the prefill is placed), so it runs until nothing new is decided.
+  void run_gateway() {
+    while (gateway_dirty_) {
+      gateway_dirty_ = false;
+      decisions_.clear();
+      core_.schedule(decisions_);
+      for (Decision& decision : decisions_) on_decision(decision);
+    }
+    const auto next = core_.next_deadline();
+    if (!next) return;
+    const double t = seconds_at(*next);
+    if (t > now_ && (wake_at_ < 0 || t < wake_at_)) {
+      wake_at_ = t;
+      push(t, EventKind::kGatewayWake, 0);
     }
   }
 
-  void choose_decode(Flight& flight, const RoutingRequest& view, const InstanceLoad* prefill) {
-    // Concurrent PD picks both legs at arrival: no holding there.
-    const auto chosen = policy_.choose_decode(view, prefill, *this);
-    count_decode(flight, chosen ? *chosen : least_loaded_decode(flight));
+  void on_decision(Decision& decision) {
+    const std::uint64_t id = request_of_ticket(decision.ticket);
+    const Role role = role_of_ticket(decision.ticket);
+    auto it = flights_.find(id);
+    if (it == flights_.end()) return;
+    Flight& flight = it->second;
+    if (decision_sink_) {
+      decision_sink_(GatewayDecision{
+          now_, id, role, decision.lease ? static_cast<std::int32_t>(decision.lease->node) : -1});
+    }
+    if (!decision.lease) {
+      const bool timeout = decision.lease.error().code == ErrorCode::kTimeout;
+      fail(id, flight, decision.lease.error().message, timeout ? "timed_out" : "unavailable");
+      flights_.erase(it);
+      return;
+    }
+    const Lease& lease = *decision.lease;
+    if (role == Role::kPrefill) {
+      flight.prefill = static_cast<std::int32_t>(lease.node);
+      flight.prefill_lease = lease;
+      flight.group = group_name_of(lease.node);
+      push(now_ + config_.network_latency_s, EventKind::kDeliver, id);
+      if (config_.pattern == PdPattern::kConcurrent) submit(id, flight, Role::kDecode);
+      return;
+    }
+    flight.decode = static_cast<std::int32_t>(lease.node);
+    flight.decode_lease = lease;
+    if (aggregated()) {
+      push(now_ + config_.network_latency_s, EventKind::kDeliver, id);
+    } else if (config_.pattern == PdPattern::kSequential || flight.prefilled) {
+      push(now_ + config_.network_latency_s + transfer_seconds(flight), EventKind::kTransferDone,
+           id);
+    }
   }
 
-  void count_decode(Flight& flight, std::uint32_t chosen) {
-    flight.decode = static_cast<std::int32_t>(std::min(chosen, config_.decode_instances - 1));
-    InstanceLoad& load = decode_loads_[static_cast<std::size_t>(flight.decode)];
-    load.outstanding_requests += 1;
-    load.outstanding_tokens += std::uint64_t{flight.prompt} + flight.output;
-    flight.decode_counted = true;
+  std::string group_name_of(std::uint32_t node) const {
+    const std::uint32_t index =
+        node < config_.prefill_instances ? node : node - config_.prefill_instances;
+    const std::uint32_t pool =
+        node < config_.prefill_instances ? config_.prefill_instances : config_.decode_instances;
+    const std::uint64_t groups = std::max<std::uint32_t>(1, config_.pd_groups);
+    return group_name(static_cast<std::uint32_t>(std::uint64_t{index} * groups / pool));
+  }
+
+  void release(std::optional<Lease>& lease, Outcome outcome) {
+    if (!lease) return;
+    core_.release(*lease, outcome);
+    lease.reset();
+    gateway_dirty_ = true;
   }
 
   // The request reaches its first instance: the prefill one, or in aggregated mode the only one.
@@ -353,104 +410,27 @@ class Simulation final : public ClusterView {
     spec.prompt_tokens = flight.prompt;
     spec.arrival_time = flight.arrival;
     spec.block_hashes = flight.hashes;
-    if (flight.prefill >= 0) {
+    if (!aggregated()) {
       spec.max_output_tokens = 1;
       spec.prefill_only = true;
       enqueue(static_cast<std::size_t>(flight.prefill), std::move(spec));
     } else {
       spec.max_output_tokens = flight.output;
-      enqueue(decode_slot(flight), std::move(spec));
+      enqueue(static_cast<std::size_t>(flight.decode), std::move(spec));
     }
   }
 
-  std::size_t decode_slot(const Flight& flight) const {
-    return config_.prefill_instances + static_cast<std::size_t>(flight.decode);
-  }
-
+  // PD, sequential: the prefill's answer is back at the gateway, which now places the decode.
   void on_prefill_returned(std::uint64_t id) {
     auto it = flights_.find(id);
     if (it == flights_.end()) return;
-    if (place_decode(id, it->second)) return;
-    ++result_.decode_holds;
-    if (decode_held_.size() >= config_.max_decode_held || config_.max_decode_wait_s <= 0) {
-      ++result_.decode_hold_timeouts;
-      start_transfer(id, it->second, least_loaded_decode(it->second));
-      return;
-    }
-    decode_held_.push_back(id);
-    push(now_ + config_.max_decode_wait_s, EventKind::kDecodeDeadline, id);
-  }
-
-  // PD, sequential: the gateway picks the decode node of a prefilled request. False when the
-  // policy holds it.
-  bool place_decode(std::uint64_t id, Flight& flight) {
-    const InstanceLoad& prefill = prefill_loads_[static_cast<std::size_t>(flight.prefill)];
-    const auto chosen = policy_.choose_decode(routing_view(id, flight, true), &prefill, *this);
-    if (!chosen) return false;
-    start_transfer(id, flight, *chosen);
-    return true;
-  }
-
-  void start_transfer(std::uint64_t id, Flight& flight, std::uint32_t decode) {
-    count_decode(flight, decode);
-    push(now_ + config_.network_latency_s + transfer_seconds(flight), EventKind::kTransferDone, id);
-  }
-
-  // The bound on a held decode: the group's decode instance with the fewest outstanding tokens.
-  std::uint32_t least_loaded_decode(const Flight& flight) const {
-    const std::uint32_t group = prefill_loads_[static_cast<std::size_t>(flight.prefill)].group;
-    const InstanceLoad* best = nullptr;
-    for (const InstanceLoad& load : decode_loads_) {
-      if (load.group != group) continue;
-      if (best == nullptr || load.outstanding_tokens < best->outstanding_tokens) best = &load;
-    }
-    return best != nullptr ? best->index : 0;
-  }
-
-  void on_decode_deadline(std::uint64_t id) {
-    const auto held = std::find(decode_held_.begin(), decode_held_.end(), id);
-    if (held == decode_held_.end()) return;
-    decode_held_.erase(held);
-    auto it = flights_.find(id);
-    if (it == flights_.end()) return;
-    ++result_.decode_hold_timeouts;
-    start_transfer(id, it->second, least_loaded_decode(it->second));
-  }
-
-  // Decode load was released: place held prefilled requests in the policy's decode order until
-  // one is held again.
-  void retry_decode_held() {
-    scored_.clear();
-    for (const std::uint64_t id : decode_held_) {
-      auto it = flights_.find(id);
-      if (it == flights_.end()) continue;
-      scored_.emplace_back(policy_.queue_score(routing_view(id, it->second, true)), id);
-    }
-    std::sort(scored_.begin(), scored_.end());
-    decode_held_.clear();
-    bool blocked = false;
-    for (const auto& [score, id] : scored_) {
-      Flight& f = flights_.find(id)->second;
-      if (blocked || !place_decode(id, f)) {
-        blocked = true;
-        decode_held_.push_back(id);
-      }
-    }
+    submit(id, it->second, Role::kDecode);
   }
 
   double transfer_seconds(const Flight& flight) const {
     return decode_cost_.kv_transfer_seconds(flight.prompt, config_.kv_link_gbps);
   }
 
- public:
-  // Every prefill-decode pair has the same link in this model, so the choice of decode node
-  // does not change the transfer; the policy still sees the cost.
-  double kv_transfer_seconds(std::uint32_t prompt_tokens, const InstanceLoad&,
-                             const InstanceLoad&) const override {
-    return decode_cost_.kv_transfer_seconds(prompt_tokens, config_.kv_link_gbps);
-  }
-
- private:
   // The KV has reached the decode instance: it decodes; the prefill instance frees the blocks.
   void on_transfer_done(std::uint64_t id) {
     auto it = flights_.find(id);
@@ -465,7 +445,44 @@ class Simulation final : public ClusterView {
     spec.max_output_tokens = flight.output;
     spec.kv_preloaded = true;
     spec.arrival_time = flight.arrival;
-    enqueue(decode_slot(flight), std::move(spec));
+    enqueue(static_cast<std::size_t>(flight.decode), std::move(spec));
+  }
+
+  // --- what the gateway learns from the engines -------------------------------------------
+
+  void publish_kv_events(Instance& instance, std::vector<kvcache::KVEvent>&& events) {
+    if (events.empty()) return;
+    kvcache::KVEventBatch batch;
+    batch.ts = now_;
+    batch.events = std::move(events);
+    const std::size_t slot = slot_of(instance);
+    if (config_.kv_event_delay_s <= 0) {
+      core_.apply_kv_events(static_cast<std::uint32_t>(slot), batch);
+      return;
+    }
+    instance.kv_in_flight.emplace_back(now_ + config_.kv_event_delay_s, std::move(batch));
+    push(now_ + config_.kv_event_delay_s, EventKind::kKvEvents, slot);
+  }
+
+  void on_kv_events(std::uint64_t slot) {
+    Instance& instance = instances_[slot];
+    while (!instance.kv_in_flight.empty() && instance.kv_in_flight.front().first <= now_) {
+      core_.apply_kv_events(static_cast<std::uint32_t>(slot), instance.kv_in_flight.front().second);
+      instance.kv_in_flight.pop_front();
+    }
+  }
+
+  void report_load(const Instance& instance) {
+    core_.report_engine_load(
+        static_cast<std::uint32_t>(slot_of(instance)),
+        proxy::EngineLoad{instance.running, instance.waiting, instance.kv_usage});
+  }
+
+  // As omni-proxy's health checker: every engine's own load, once per interval.
+  void on_scrape() {
+    for (const Instance& instance : instances_) report_load(instance);
+    gateway_dirty_ = true;
+    if (work_left()) push(now_ + config_.engine_metrics_interval_s, EventKind::kScrape, 0);
   }
 
   // --- instances --------------------------------------------------------------------------
@@ -568,15 +585,20 @@ class Simulation final : public ClusterView {
 
   void refresh_load(Instance& instance) {
     const engine::EngineStats stats = instance.engine.stats();
-    instance.load->running = stats.num_running;
-    instance.load->waiting = stats.num_waiting;
-    instance.load->kv_usage = stats.kv_cache_usage;
+    instance.running = stats.num_running;
+    instance.waiting = stats.num_waiting;
+    instance.kv_usage = stats.kv_cache_usage;
+    if (config_.engine_metrics_interval_s <= 0) {
+      report_load(instance);
+      gateway_dirty_ = true;
+    }
   }
 
   // --- outputs ----------------------------------------------------------------------------
 
-  void handle_outputs(Instance& instance, const engine::StepOutputs& outputs, std::uint32_t steps,
+  void handle_outputs(Instance& instance, engine::StepOutputs& outputs, std::uint32_t steps,
                       double span) {
+    publish_kv_events(instance, std::move(outputs.events));
     for (const engine::SeqOutput& output : outputs.outputs) {
       auto it = flights_.find(output.id);
       if (it == flights_.end()) continue;
@@ -594,10 +616,10 @@ class Simulation final : public ClusterView {
                      double span) {
     if (flight.first_token < 0) {
       flight.first_token = now_;
-      if (flight.prefill < 0) {  // aggregated: the prefill part ends with the first token
+      if (aggregated()) {  // the prefill part of a whole request ends with its first token
         flight.cached = output.num_cached_tokens;
-        release_prefill_queue(flight, decode_loads_[static_cast<std::size_t>(flight.decode)],
-                              decode_slot(flight), true);
+        if (flight.decode_lease) core_.first_token(*flight.decode_lease);
+        gateway_dirty_ = true;
       }
     } else if (steps == 1) {
       result_.itl_ms.add((now_ - flight.last_token) * 1e3);
@@ -612,9 +634,10 @@ class Simulation final : public ClusterView {
   void on_prefill_finished(std::unordered_map<std::uint64_t, Flight>::iterator it,
                            const engine::SeqOutput& output) {
     Flight& flight = it->second;
-    release_prefill_load(flight, true);
-    if (output.finish != FinishReason::kPrefillDone && output.finish != FinishReason::kLength &&
-        output.finish != FinishReason::kStop) {
+    const bool ok = output.finish == FinishReason::kPrefillDone ||
+                    output.finish == FinishReason::kLength || output.finish == FinishReason::kStop;
+    release(flight.prefill_lease, ok ? Outcome::kSuccess : Outcome::kNeutral);
+    if (!ok) {
       fail(it->first, flight, "prefill failed", "aborted");
       flights_.erase(it);
       return;
@@ -622,8 +645,10 @@ class Simulation final : public ClusterView {
     flight.cached = output.num_cached_tokens;
     if (config_.pattern == PdPattern::kSequential) {
       push(now_ + config_.network_latency_s, EventKind::kPrefillReturned, it->first);
-    } else {
+    } else if (flight.decode >= 0) {
       push(now_ + transfer_seconds(flight), EventKind::kTransferDone, it->first);
+    } else {
+      flight.prefilled = true;  // its decode leg is still held: the transfer starts when placed
     }
   }
 
@@ -634,7 +659,7 @@ class Simulation final : public ClusterView {
       flights_.erase(it);
       return;
     }
-    release_decode_load(flight);
+    release(flight.decode_lease, Outcome::kSuccess);
     const double back = config_.network_latency_s;  // the answer's way back to the client
     RequestRecord record;
     record.id = it->first;
@@ -648,9 +673,15 @@ class Simulation final : public ClusterView {
     record.output_tokens = flight.tokens;
     record.cached_tokens = flight.cached;
     record.prefill_instance = flight.prefill;
-    record.decode_instance = flight.decode;
+    record.decode_instance = pool_index(flight.decode);
     account(record);
     flights_.erase(it);
+  }
+
+  // A decode slot as an index into the decode pool (-1: none).
+  std::int32_t pool_index(std::int32_t decode_slot) const {
+    return decode_slot < 0 ? -1
+                           : decode_slot - static_cast<std::int32_t>(config_.prefill_instances);
   }
 
   void account(const RequestRecord& record) {
@@ -670,33 +701,11 @@ class Simulation final : public ClusterView {
     if (sink_) sink_(record);
   }
 
-  void release_prefill_load(Flight& flight, bool observe) {
-    if (!flight.prefill_counted) return;
-    flight.prefill_counted = false;
-    InstanceLoad& load = prefill_loads_[static_cast<std::size_t>(flight.prefill)];
-    load.outstanding_requests -= 1;
-    load.outstanding_tokens -= flight.prompt;
-    release_prefill_queue(flight, load, static_cast<std::size_t>(flight.prefill), observe);
-  }
-
-  void release_decode_load(Flight& flight) {
-    if (!flight.decode_counted) return;
-    flight.decode_counted = false;
-    InstanceLoad& load = decode_loads_[static_cast<std::size_t>(flight.decode)];
-    load.outstanding_requests -= 1;
-    load.outstanding_tokens -= std::uint64_t{flight.prompt} + flight.output;
-    released_ = true;
-  }
-
-  // Counts a request that cannot finish and releases the gateway's bookkeeping for it. The
-  // caller erases the flight.
+  // Counts a request that cannot finish and hands its leases back to the gateway. The caller
+  // erases the flight.
   void fail(std::uint64_t id, Flight& flight, const std::string& why, const char* kind) {
-    release_prefill_load(flight, false);
-    release_decode_load(flight);
-    if (flight.prefill < 0 && flight.decode >= 0 && flight.queued > 0) {
-      release_prefill_queue(flight, decode_loads_[static_cast<std::size_t>(flight.decode)],
-                            decode_slot(flight), false);
-    }
+    release(flight.prefill_lease, Outcome::kNeutral);
+    release(flight.decode_lease, Outcome::kNeutral);
     ++result_.failed;
     ++result_.failed_by_kind[kind];
     if (sink_) {
@@ -705,7 +714,7 @@ class Simulation final : public ClusterView {
       record.arrival_s = flight.arrival;
       record.prompt_tokens = flight.prompt;
       record.prefill_instance = flight.prefill;
-      record.decode_instance = flight.decode;
+      record.decode_instance = pool_index(flight.decode);
       record.ok = false;
       record.error = why;
       sink_(record);
@@ -718,50 +727,46 @@ class Simulation final : public ClusterView {
     TimelinePoint point;
     point.t = now_;
     for (const std::size_t slot : sampled_) {
-      const InstanceLoad& load = *instances_[slot].load;
-      point.waiting.push_back(load.waiting);
-      point.running.push_back(load.running);
-      point.kv_usage.push_back(load.kv_usage);
+      const Instance& instance = instances_[slot];
+      point.waiting.push_back(instance.waiting);
+      point.running.push_back(instance.running);
+      point.kv_usage.push_back(instance.kv_usage);
     }
-    point.mean_waiting_prefill = mean_of(prefill_loads_, [](const InstanceLoad& l) {
-      return static_cast<double>(l.waiting);
-    });
-    point.mean_waiting_decode = mean_of(decode_loads_, [](const InstanceLoad& l) {
-      return static_cast<double>(l.waiting);
-    });
+    const std::size_t p = config_.prefill_instances;
+    point.mean_waiting_prefill =
+        mean_of(0, p, [](const Instance& i) { return static_cast<double>(i.waiting); });
+    point.mean_waiting_decode = mean_of(
+        p, instances_.size(), [](const Instance& i) { return static_cast<double>(i.waiting); });
     point.mean_kv_usage_decode =
-        mean_of(decode_loads_, [](const InstanceLoad& l) { return l.kv_usage; });
+        mean_of(p, instances_.size(), [](const Instance& i) { return i.kv_usage; });
     result_.timeline.push_back(std::move(point));
-    const bool more = !flights_.empty() || events_.size() > 0;
-    if (more) push(now_ + config_.sample_interval_s, EventKind::kSample, 0);
+    if (work_left()) push(now_ + config_.sample_interval_s, EventKind::kSample, 0);
   }
 
   template <class F>
-  static double mean_of(const std::vector<InstanceLoad>& loads, F value) {
-    if (loads.empty()) return 0.0;
+  double mean_of(std::size_t from, std::size_t to, F value) const {
+    if (to <= from) return 0.0;
     double sum = 0.0;
-    for (const auto& load : loads) sum += value(load);
-    return sum / static_cast<double>(loads.size());
+    for (std::size_t i = from; i < to; ++i) sum += value(instances_[i]);
+    return sum / static_cast<double>(to - from);
   }
 
   const ClusterConfig& config_;
   const engine::CostModel& decode_cost_;
   RequestSource& source_;
-  RouterPolicy& policy_;
   const RecordSink& sink_;
+  const DecisionSink& decision_sink_;
+  std::string policy_name_;
+  ManualClock clock_;
+  proxy::Scheduler core_;  // the gateway: the very object omni-proxy runs
 
-  std::vector<InstanceLoad> prefill_loads_;
-  std::vector<InstanceLoad> decode_loads_;
   std::vector<Instance> instances_;
   std::vector<std::size_t> sampled_;
   std::unordered_map<std::uint64_t, Flight> flights_;
-  std::vector<std::uint64_t> held_;         // waiting at the gateway
-  std::vector<std::uint64_t> decode_held_;  // prefilled, waiting at the gateway for a decode node
-  // Blocks of routed requests, until their prefill stores them.
-  sched::PrefixIndex predicted_;
-  std::vector<std::pair<double, std::uint64_t>> scored_;
-  std::vector<double> last_prefill_done_;  // per instance slot
-  bool released_ = false;  // some load was released while handling the current event
+  std::vector<Decision> decisions_;  // reused by every gateway pass
+  bool gateway_dirty_ = false;       // something the gateway should look at happened
+  bool arrival_pending_ = false;     // next_request_ is pulled, its arrival not yet handled
+  double wake_at_ = -1.0;            // a pending kGatewayWake, if any
   std::priority_queue<Event, std::vector<Event>, LaterFirst> events_;
   ClusterRequest next_request_;
   std::uint64_t next_seq_ = 0;
@@ -795,8 +800,11 @@ double ClusterResult::prefix_cache_hit_rate() const {
 
 Result<ClusterResult> simulate(const ClusterConfig& config, const engine::CostModel& prefill_cost,
                                const engine::CostModel& decode_cost, RequestSource& source,
-                               RouterPolicy& policy, const RecordSink& sink) {
-  Simulation simulation(config, prefill_cost, decode_cost, source, policy, sink);
+                               std::unique_ptr<sched::PlacementPolicy> policy,
+                               const RecordSink& sink, const DecisionSink& decisions) {
+  if (!policy) return make_error(ErrorCode::kInvalidArgument, "no gateway policy");
+  Simulation simulation(config, prefill_cost, decode_cost, source, std::move(policy), sink,
+                        decisions);
   return simulation.run();
 }
 

@@ -34,8 +34,10 @@ Status valid_kv_events_pair(const std::string& text) {
 }
 
 std::string policy_doc() {
-  std::string doc = "Scheduling policy (default " + std::string(kDefaultPolicy) + "):";
-  for (const PolicySummary& p : policy_summaries()) doc += " " + p.name + " = " + p.summary + ";";
+  std::string doc = "Scheduling policy (default " + std::string(sched::kDefaultPolicy) + "):";
+  for (const sched::PolicyInfo& p : sched::placement_policies()) {
+    doc += " " + p.name + " = " + p.summary + ";";
+  }
   return doc;
 }
 
@@ -163,10 +165,14 @@ void describe(config::Schema<ProxyConfig>& s) {
                 {"aggregated", PdMode::kAggregated}});
   s.field("bootstrap_port", &C::bootstrap_port, "Default SGLang bootstrap port of prefill nodes");
   s.field("policy", &C::policy, policy_doc()).each([](const std::string& name) -> Status {
-    auto policy = make_policy(name);
+    auto policy = sched::make_placement_policy(name);
     if (!policy) return std::move(policy).error();
     return {};
   });
+  s.field("node_speed", &C::node_speed,
+          "How predictive policies (omni) estimate each prefill node's speed: learned from the "
+          "prefill durations the proxy observes, or equal for every node")
+      .choices({{"learned", sched::NodeSpeed::kLearned}, {"equal", sched::NodeSpeed::kEqual}});
   s.field("tokenizer", &C::tokenizer,
           "tokenizer.json (or a model directory) the engines use: exact token counts and block "
           "hashes; without it text prompts are estimated at 4 bytes a token and not hashed")

@@ -21,8 +21,9 @@ constexpr int kTickMissesBeforeWaiting = 8;
 constexpr int kIdleTicks = 10;
 }  // namespace
 
-Dispatcher::Dispatcher(const Clock& clock, SchedulerOptions options, std::unique_ptr<Policy> policy,
-                       Duration tick, DispatcherMetrics metrics)
+Dispatcher::Dispatcher(const Clock& clock, SchedulerOptions options,
+                       std::unique_ptr<sched::PlacementPolicy> policy, Duration tick,
+                       DispatcherMetrics metrics)
     : scheduler_(clock, options, std::move(policy)), tick_(tick), metrics_(metrics) {}
 
 Dispatcher::~Dispatcher() { stop(); }
@@ -108,7 +109,8 @@ void Dispatcher::push(Command command) {
 }
 
 bool Dispatcher::try_become_master() noexcept {
-  if (master_.load(std::memory_order_seq_cst) || master_.exchange(true, std::memory_order_seq_cst)) {
+  if (master_.load(std::memory_order_seq_cst) ||
+      master_.exchange(true, std::memory_order_seq_cst)) {
     return false;
   }
   t_master_of = this;
@@ -240,7 +242,8 @@ void Dispatcher::deliver(std::vector<Decision>& decisions) {
     if (it == pending_.end()) continue;
     Pending pending = std::move(it->second);
     pending_.erase(it);
-    if (metrics_.decision_latency) metrics_.decision_latency->observe(seconds_since(pending.pushed));
+    if (metrics_.decision_latency)
+      metrics_.decision_latency->observe(seconds_since(pending.pushed));
     if (!decision.lease) {
       pending.on_decision(std::move(decision.lease).error());
       continue;
@@ -272,7 +275,8 @@ void Dispatcher::cancel_all_pending() {
 
 void Dispatcher::refresh_names() {
   names_.clear();
-  for (const NodeStatus& node : scheduler_.nodes()) names_[node.id] = {node.spec.name, node.spec.group};
+  for (const NodeStatus& node : scheduler_.nodes())
+    names_[node.id] = {node.spec.name, node.spec.group};
 }
 
 void Dispatcher::publish() {

@@ -59,8 +59,9 @@ struct DispatcherMetrics {
 
 class Dispatcher {
  public:
-  Dispatcher(const Clock& clock, SchedulerOptions options, std::unique_ptr<Policy> policy,
-             Duration tick, DispatcherMetrics metrics = {});
+  Dispatcher(const Clock& clock, SchedulerOptions options,
+             std::unique_ptr<sched::PlacementPolicy> policy, Duration tick,
+             DispatcherMetrics metrics = {});
   ~Dispatcher();
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
@@ -147,7 +148,7 @@ class Dispatcher {
   // ---- master context only (whoever holds master_) ----
   Scheduler scheduler_;
   std::unordered_map<std::uint64_t, Pending> pending_;
-  std::vector<Decision> decisions_;  // reused by every pass
+  std::vector<Decision> decisions_;                    // reused by every pass
   std::unordered_map<std::uint32_t, NodeName> names_;  // node id → name and group
   bool dirty_ = false;        // loads or queue changed since the last publish
   bool publish_now_ = false;  // a reload, drain or probe: publish at the end of this pass

@@ -44,8 +44,10 @@ struct DecisionWait {
 };
 
 Ticket make_ticket(Call& call, Role role, std::uint32_t attempt, std::vector<std::uint32_t> tried,
-                   std::string group) {
+                   std::string group, std::optional<std::uint32_t> prefill_node = std::nullopt) {
   Ticket ticket;
+  ticket.arrival = call.life.at(Stage::kReceived);
+  ticket.prefill_node = prefill_node;
   ticket.id = call.g.new_id();
   ticket.role = role;
   ticket.prompt_tokens = call.info.prompt_tokens;
@@ -81,6 +83,7 @@ void read_prompt(Call& call) {
 struct PrefillDone {
   std::string kv_transfer_params;
   std::string group;
+  std::uint32_t node = 0;  // where the KV waits for the decode
 };
 
 // The prefill legs with retries. nullopt: the client has been answered already.
@@ -163,7 +166,7 @@ Task<std::optional<PrefillDone>> run_prefill(Call& call) {
       (void)co_await call.writer.send(std::move(response));
       co_return std::nullopt;
     }
-    co_return PrefillDone{std::move(**params), placement->group};
+    co_return PrefillDone{std::move(**params), placement->group, placement->lease.node};
   }
   co_await answer_error(call, 502, "every prefill attempt failed: " + call.error,
                         RequestOutcome::kUpstreamError, "BadGatewayError");
@@ -172,7 +175,8 @@ Task<std::optional<PrefillDone>> run_prefill(Call& call) {
 
 // Decode legs with retries before the first byte; `group` keeps them in the prefill's PD group.
 // Each attempt sends its own copy of `body` (the client consumes what it sends).
-Task<void> run_decode(Call& call, const std::string& body, std::string group) {
+Task<void> run_decode(Call& call, const std::string& body, std::string group,
+                      std::optional<std::uint32_t> prefill_node = std::nullopt) {
   std::vector<std::uint32_t> tried;
   call.life.mark(Stage::kWaitingDecode, call.g.clock.now());
   for (std::uint32_t attempt = 0; attempt < call.g.config.retries.decode_attempts; ++attempt) {
@@ -180,7 +184,7 @@ Task<void> run_decode(Call& call, const std::string& body, std::string group) {
       call.decode_retries++;
       call.g.metrics.decode_retries->inc();
     }
-    Ticket ticket = make_ticket(call, Role::kDecode, attempt, tried, group);
+    Ticket ticket = make_ticket(call, Role::kDecode, attempt, tried, group, prefill_node);
     auto placement = co_await acquire(call.g, std::move(ticket), &call);
     if (!placement) {
       if (attempt > 0 && placement.error().code == ErrorCode::kUnavailable) break;
@@ -212,7 +216,7 @@ Task<void> run_sequential(Call& call) {
     co_await answer_error(call, 400, body.error().message, RequestOutcome::kClientError);
     co_return;
   }
-  co_await run_decode(call, *body, std::move(prefill->group));
+  co_await run_decode(call, *body, std::move(prefill->group), prefill->node);
 }
 
 // ---- parallel -------------------------------------------------------------------------------
@@ -270,7 +274,8 @@ Task<void> run_parallel(Call& call) {
     call.prefill_node = prefill->node;
     call.entry.prefill_node.store(prefill->lease.node, std::memory_order_relaxed);
     call.life.mark(Stage::kWaitingDecode, call.g.clock.now());
-    Ticket decode_ticket = make_ticket(call, Role::kDecode, attempt, tried_decode, prefill->group);
+    Ticket decode_ticket = make_ticket(call, Role::kDecode, attempt, tried_decode, prefill->group,
+                                       prefill->lease.node);
     auto decode = co_await acquire(call.g, std::move(decode_ticket), &call);
     if (!decode) {
       call.g.dispatcher->release(prefill->lease, Outcome::kNeutral);

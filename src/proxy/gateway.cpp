@@ -18,7 +18,6 @@ SchedulerOptions scheduler_options(const ProxyConfig& c) {
   o.ejection_time = c.health.ejection_time;
   o.max_ejection_time = c.health.max_ejection_time;
   o.aggregated = c.pd_mode == PdMode::kAggregated;
-  o.prefill_ends_at_release = c.pd_mode == PdMode::kSequential;
   o.block_size = c.block_size;
   o.prefix.enabled = c.prefix_index.enabled;
   o.prefix.predicted_ttl = c.prefix_index.predicted_ttl;
@@ -211,9 +210,7 @@ Gateway::~Gateway() { stop(); }
 Result<std::unique_ptr<Gateway>> Gateway::create(ProxyConfig config) {
   auto impl = std::make_unique<Impl>();
   impl->config = std::move(config);
-  PolicyOptions policy_options;
-  policy_options.block_size = impl->config.block_size;
-  auto policy = make_policy(impl->config.policy, policy_options);
+  auto policy = sched::make_placement_policy(impl->config.policy, policy_settings(impl->config));
   if (!policy) return std::move(policy).error();
   auto prompts = PromptReader::create(prompt_options(impl->config));
   if (!prompts) return std::move(prompts).error();

@@ -1,6 +1,8 @@
 #include "omni/proxy/scheduler.hpp"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <numeric>
 #include <utility>
 
@@ -29,7 +31,8 @@ double to_seconds(Duration d) { return std::chrono::duration<double>(d).count();
 
 }  // namespace
 
-Scheduler::Scheduler(const Clock& clock, SchedulerOptions options, std::unique_ptr<Policy> policy)
+Scheduler::Scheduler(const Clock& clock, SchedulerOptions options,
+                     std::unique_ptr<sched::PlacementPolicy> policy)
     : clock_(clock), options_(options), policy_(std::move(policy)) {
   if (options_.prefix.enabled) {
     sched::PrefixIndexOptions index;
@@ -41,7 +44,9 @@ Scheduler::Scheduler(const Clock& clock, SchedulerOptions options, std::unique_p
 
 Scheduler::~Scheduler() = default;
 
-void Scheduler::set_nodes(const std::vector<NodeSpec>& specs) {
+std::vector<std::uint32_t> Scheduler::set_nodes(const std::vector<NodeSpec>& specs) {
+  std::vector<std::uint32_t> ids;
+  ids.reserve(specs.size());
   for (Node& node : nodes_) node.status.removed = true;
   for (const NodeSpec& spec : specs) {
     auto known = std::find_if(nodes_.begin(), nodes_.end(), [&](const Node& node) {
@@ -50,19 +55,23 @@ void Scheduler::set_nodes(const std::vector<NodeSpec>& specs) {
     if (known != nodes_.end()) {
       known->status.removed = false;
       known->status.spec = spec;
+      ids.push_back(known->status.id);
       continue;
     }
     Node node;
     node.status.id = next_id_++;
     node.status.spec = spec;
     node.next_ejection = options_.ejection_time;
+    ids.push_back(node.status.id);
     nodes_.push_back(std::move(node));
   }
   // A node that left the pool holds nothing anyone can use any more.
   for (const Node& node : nodes_) {
     if (node.status.removed && index_) index_->remove_instance(node.status.id);
   }
+  reindex();
   forget_removed();
+  return ids;
 }
 
 Status Scheduler::submit(Ticket ticket) {
@@ -93,7 +102,7 @@ void Scheduler::schedule(std::vector<Decision>& decisions) {
   // Policy order, computed once per pass; ties keep arrival order (stable sort).
   order_.clear();
   for (std::size_t i = 0; i < queue_.size(); ++i) {
-    order_.emplace_back(policy_->queue_score(view_of(queue_[i]), now), i);
+    order_.emplace_back(policy_->queue_score(request_of(queue_[i], now)), i);
   }
   if (order_.size() > 1) {
     std::stable_sort(order_.begin(), order_.end(),
@@ -101,22 +110,45 @@ void Scheduler::schedule(std::vector<Decision>& decisions) {
   }
 
   finished_.assign(queue_.size(), 0);
+  blocked_.clear();
   for (const auto& [score, index] : order_) {
-    const Waiting& waiting = queue_[index];
-    if (!any_possible(waiting.ticket)) {
-      decisions.push_back({waiting.ticket.id,
-                           make_error(ErrorCode::kUnavailable,
-                                      std::string("no ") + std::string(role_name(waiting.ticket.role)) +
-                                          " node left to try")});
+    Waiting& waiting = queue_[index];
+    const Ticket& ticket = waiting.ticket;
+    // A ticket that excludes no node sees what every such ticket of its stage and group sees:
+    // once one of them could not go, none behind it can (and none may overtake it).
+    // A decode leg whose hold bound has passed is placed regardless.
+    const sched::Stage stage = stage_of(ticket);
+    const bool bound_reached =
+        stage == sched::Stage::kDecode && now - waiting.enqueued >= options_.max_decode_wait;
+    const bool unrestricted = ticket.tried.empty();
+    auto blocker = std::find_if(blocked_.begin(), blocked_.end(), [&](const Blocked& b) {
+      return b.stage == stage && b.group == ticket.group;
+    });
+    const bool blocked = unrestricted && !bound_reached && blocker != blocked_.end();
+    Lease lease;
+    const Placed placed = blocked ? Placed::kNoCandidate : place(waiting, now, lease);
+    if (placed == Placed::kPlaced) {
+      decisions.push_back({ticket.id, lease});
       finished_[index] = 1;
-    } else if (auto lease = place(waiting, now)) {
-      decisions.push_back({waiting.ticket.id, *lease});
+      continue;
+    }
+    // Unrestricted tickets of one stage and group can all go to the same nodes.
+    const bool possible = blocked ? blocker->possible : any_possible(ticket);
+    if (unrestricted && !blocked && blocker == blocked_.end()) {
+      blocked_.push_back({stage, ticket.group, possible});
+    }
+    if (!possible) {
+      decisions.push_back(
+          {ticket.id, make_error(ErrorCode::kUnavailable, std::string("no ") +
+                                                              std::string(role_name(ticket.role)) +
+                                                              " node left to try")});
       finished_[index] = 1;
     } else if (now - waiting.enqueued >= options_.queue_timeout) {
-      decisions.push_back({waiting.ticket.id,
-                           make_error(ErrorCode::kTimeout, "no node was free within the queue timeout")});
+      decisions.push_back({ticket.id, make_error(ErrorCode::kTimeout,
+                                                 "no node was free within the queue timeout")});
       finished_[index] = 1;
     }
+    if (finished_[index] && waiting.held) --decodes_held_now_;
   }
   std::size_t kept = 0;
   for (std::size_t i = 0; i < queue_.size(); ++i) {
@@ -125,62 +157,127 @@ void Scheduler::schedule(std::vector<Decision>& decisions) {
   queue_.resize(kept);
 }
 
-TicketView Scheduler::view_of(const Waiting& waiting) const {
-  const Ticket& t = waiting.ticket;
-  TicketView view;
-  view.id = t.id;
-  view.role = t.role;
-  view.prompt_tokens = t.prompt_tokens;
-  view.max_tokens = t.max_tokens;
-  view.enqueued = waiting.enqueued;
-  view.attempt = t.attempt;
-  view.aggregated = options_.aggregated;
-  return view;
+sched::Stage Scheduler::stage_of(const Ticket& ticket) const {
+  if (options_.aggregated) return sched::Stage::kAggregated;
+  return ticket.role == Role::kPrefill ? sched::Stage::kPrefill : sched::Stage::kDecode;
 }
 
-std::optional<Lease> Scheduler::place(const Waiting& waiting, TimePoint now) {
-  const Ticket& ticket = waiting.ticket;
-  views_.clear();
+namespace {
+double seconds_of(TimePoint t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+}  // namespace
+
+sched::PlacementRequest Scheduler::request_of(const Waiting& waiting, TimePoint now) const {
+  const Ticket& t = waiting.ticket;
+  sched::PlacementRequest r;
+  r.id = t.id;
+  r.now = seconds_of(now);
+  r.arrival = seconds_of(t.arrival.value_or(waiting.enqueued));
+  r.prompt_tokens =
+      static_cast<std::uint32_t>(std::min<std::uint64_t>(t.prompt_tokens, UINT32_MAX));
+  r.max_output_tokens =
+      static_cast<std::uint32_t>(std::min<std::uint64_t>(t.max_tokens, UINT32_MAX));
+  r.block_size = options_.block_size;
+  r.stage = stage_of(t);
+  r.prefill_instance = t.prefill_node;
+  return r;
+}
+
+// The candidates of one placement, in node-id order, as the policy sees them: the core's own
+// dispatch-time counts, the engine-reported load, and (stage decode) the transfer from the
+// prefill node. An aggregated node's requests stay outstanding through their whole decode;
+// their reserved outputs (max_tokens, an upper bound) are not prefill work, which is what the
+// policies weigh there, so only prompt tokens count.
+void Scheduler::fill_candidates(const Ticket& ticket) {
+  candidates_.clear();
+  const sched::Stage stage = stage_of(ticket);
   for (const Node& node : nodes_) {
     if (!candidate(node, ticket)) continue;
-    NodeView view;
-    view.id = node.status.id;
-    view.name = node.status.spec.name;
-    view.group = node.status.spec.group;
-    view.load = node.status.load;
-    view.limits = options_.node_limits;
-    view.queued_prefill_tokens = node.status.queued_prefill_tokens;
-    view.queued_long_prefills = node.status.queued_long_prefills;
-    view.outstanding_prompt_tokens = node.status.outstanding_prompt_tokens;
-    view.engine = node.status.engine;
-    views_.push_back(view);
+    const NodeStatus& s = node.status;
+    sched::Candidate c;
+    c.instance = s.id;
+    c.outstanding_requests = s.load.running;
+    c.outstanding_tokens = stage == sched::Stage::kAggregated ? s.outstanding_prompt_tokens
+                                                              : s.load.outstanding_tokens;
+    c.queued_prefill_tokens = s.queued_prefill_tokens;
+    c.queued_long_prefills = s.queued_long_prefills;
+    c.running = s.engine.running;
+    c.waiting = s.engine.waiting;
+    c.kv_usage = s.engine.kv_usage;
+    if (stage == sched::Stage::kDecode && ticket.prefill_node && options_.transfer) {
+      c.kv_transfer_seconds =
+          options_.transfer->seconds(ticket.prompt_tokens, *ticket.prefill_node, s.id);
+    }
+    candidates_.push_back(c);
   }
-  if (views_.empty()) return std::nullopt;
+}
+
+bool Scheduler::may_hold_decode(const Waiting& waiting, TimePoint now) const {
+  if (stage_of(waiting.ticket) != sched::Stage::kDecode) return false;
+  if (now - waiting.enqueued >= options_.max_decode_wait) return false;
+  return waiting.held || decodes_held_now_ < options_.max_decode_held;
+}
+
+Scheduler::Placed Scheduler::place(Waiting& waiting, TimePoint now, Lease& lease) {
+  const Ticket& ticket = waiting.ticket;
+  fill_candidates(ticket);
+  if (candidates_.empty()) return Placed::kNoCandidate;
   const bool looked_up = fill_matches(ticket, now);
-  const auto chosen = policy_->pick(view_of(waiting), views_);
-  if (!chosen || *chosen >= views_.size()) return std::nullopt;
-  const std::uint32_t matched = views_[*chosen].matched_tokens;
-  Node* node = find(views_[*chosen].id);
-  const std::uint64_t tokens =
-      ticket.role == Role::kPrefill ? ticket.prompt_tokens : ticket.prompt_tokens + ticket.max_tokens;
-  node->status.load.outstanding_tokens += tokens;
-  node->status.load.running += 1;
-  node->status.dispatched += 1;
-  Lease lease;
-  lease.ticket = ticket.id;
-  lease.node = node->status.id;
-  lease.tokens = tokens;
-  lease.dispatched = now;
-  lease.prompt_tokens = ticket.prompt_tokens;
-  node->status.outstanding_prompt_tokens += ticket.prompt_tokens;
-  if (prefills(ticket)) {
-    lease.uncached_tokens = ticket.prompt_tokens - std::min<std::uint64_t>(ticket.prompt_tokens, matched);
-    queue_prefill(*node, ticket.id, lease.uncached_tokens, now);
-    after_placement(*node, ticket, now);
+  sched::PlacementRequest request = request_of(waiting, now);
+  request.decode_may_wait = may_hold_decode(waiting, now);
+  auto chosen = policy_->choose(request, request.stage, candidates_);
+  if (!chosen && request.stage == sched::Stage::kDecode && !request.decode_may_wait) {
+    // A decode hold's bound: the KV must not wait on its prefill node any longer.
+    if (waiting.held) ++decode_hold_timeouts_;
+    chosen = static_cast<std::size_t>(
+        std::min_element(candidates_.begin(), candidates_.end(),
+                         [](const sched::Candidate& a, const sched::Candidate& b) {
+                           return a.outstanding_tokens < b.outstanding_tokens;
+                         }) -
+        candidates_.begin());
+    if (!waiting.held) ++decode_holds_;
   }
+  if (!chosen || *chosen >= candidates_.size()) {
+    if (request.stage == sched::Stage::kDecode && !waiting.held) {
+      waiting.held = true;
+      ++decode_holds_;
+      ++decodes_held_now_;
+    }
+    return Placed::kHeld;
+  }
+  if (waiting.held) {
+    waiting.held = false;
+    --decodes_held_now_;
+  }
+  const std::uint32_t matched = candidates_[*chosen].matched_tokens;
+  lease = dispatch(*find(candidates_[*chosen].instance), ticket, matched, now);
   if (looked_up) {
     lookups_ += 1;
     if (options_.observer) options_.observer->on_prefix_lookup(matched);
+  }
+  return Placed::kPlaced;
+}
+
+Lease Scheduler::dispatch(Node& node, const Ticket& ticket, std::uint32_t matched, TimePoint now) {
+  const std::uint64_t tokens = ticket.role == Role::kPrefill
+                                   ? ticket.prompt_tokens
+                                   : ticket.prompt_tokens + ticket.max_tokens;
+  node.status.load.outstanding_tokens += tokens;
+  node.status.load.running += 1;
+  node.status.dispatched += 1;
+  Lease lease;
+  lease.ticket = ticket.id;
+  lease.node = node.status.id;
+  lease.tokens = tokens;
+  lease.dispatched = now;
+  lease.prompt_tokens = ticket.prompt_tokens;
+  node.status.outstanding_prompt_tokens += ticket.prompt_tokens;
+  if (prefills(ticket)) {
+    lease.uncached_tokens =
+        ticket.prompt_tokens - std::min<std::uint64_t>(ticket.prompt_tokens, matched);
+    queue_prefill(node, ticket.id, lease.uncached_tokens, now);
+    after_placement(node, ticket, now);
   }
   return lease;
 }
@@ -194,16 +291,21 @@ double Scheduler::index_time(TimePoint t) const {
 }
 
 bool Scheduler::fill_matches(const Ticket& ticket, TimePoint now) {
-  if (!index_ || ticket.block_hashes.empty() || !prefills(ticket) || !policy_->uses_prefix_matches()) {
+  if (ticket.block_hashes.empty() || !prefills(ticket) || !policy_->uses_prefix_matches())
     return false;
-  }
+  if (!index_ && !options_.fresh_cache) return false;
   const double t = index_time(now);
-  for (NodeView& view : views_) {
-    const Node* node = find(view.id);
-    if (stale(*node, now)) continue;  // its entries may be long gone: no attraction
-    const std::uint64_t blocks = index_->match_instance(view.id, ticket.block_hashes, t);
-    view.matched_tokens = static_cast<std::uint32_t>(
-        std::min<std::uint64_t>(blocks * options_.block_size, ticket.prompt_tokens));
+  for (sched::Candidate& c : candidates_) {
+    std::uint64_t tokens = 0;
+    if (options_.fresh_cache)
+      tokens = options_.fresh_cache->cached_tokens(c.instance, ticket.block_hashes);
+    // Stale: its entries may be long gone, so no attraction (a fresh oracle is never stale).
+    if (index_ && (options_.fresh_cache || !stale(*find(c.instance), now))) {
+      tokens = std::max<std::uint64_t>(
+          tokens, index_->match_instance(c.instance, ticket.block_hashes, t) * options_.block_size);
+    }
+    c.matched_tokens =
+        static_cast<std::uint32_t>(std::min<std::uint64_t>(tokens, ticket.prompt_tokens));
   }
   return true;
 }
@@ -212,9 +314,10 @@ void Scheduler::after_placement(Node& node, const Ticket& ticket, TimePoint now)
   if (!index_ || ticket.block_hashes.empty()) return;
   const double t = index_time(now);
   // Blocks the node does not hold yet will be stored, and the engine then owes us events.
-  const bool new_blocks = index_->match_instance(node.status.id, ticket.block_hashes, t) <
-                          ticket.block_hashes.size();
-  if (new_blocks && node.status.spec.kv_events && !node.owed_events_since) node.owed_events_since = now;
+  const bool new_blocks =
+      index_->match_instance(node.status.id, ticket.block_hashes, t) < ticket.block_hashes.size();
+  if (new_blocks && node.status.spec.kv_events && !node.owed_events_since)
+    node.owed_events_since = now;
   index_->insert_predicted(node.status.id, ticket.block_hashes, t);
 }
 
@@ -223,21 +326,24 @@ bool Scheduler::stale(const Node& node, TimePoint now) const {
          now - *node.owed_events_since > options_.prefix.stale_after;
 }
 
-void Scheduler::queue_prefill(Node& node, std::uint64_t ticket, std::uint64_t uncached, TimePoint now) {
+void Scheduler::queue_prefill(Node& node, std::uint64_t ticket, std::uint64_t uncached,
+                              TimePoint now) {
   node.status.queued_prefill_tokens += uncached;
   if (uncached >= sched::kLongPrefillTokens) node.status.queued_long_prefills += 1;
   if (!options_.aggregated) return;
   // The proxy never sees an aggregated request's first token: its prefill is taken to end
   // when the nominal speed says, or at its release if that comes first.
-  const double seconds = static_cast<double>(uncached) / options_.aggregated_prefill_tokens_per_second;
-  node.prefilling.push_back({ticket, now + std::chrono::duration_cast<Duration>(
-                                                std::chrono::duration<double>(seconds)),
-                             uncached});
+  const double seconds =
+      static_cast<double>(uncached) / options_.aggregated_prefill_tokens_per_second;
+  node.prefilling.push_back(
+      {ticket, now + std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds)),
+       uncached});
 }
 
 void Scheduler::unqueue_prefill(NodeStatus& s, std::uint64_t uncached) {
   s.queued_prefill_tokens -= std::min(s.queued_prefill_tokens, uncached);
-  if (uncached >= sched::kLongPrefillTokens && s.queued_long_prefills > 0) s.queued_long_prefills -= 1;
+  if (uncached >= sched::kLongPrefillTokens && s.queued_long_prefills > 0)
+    s.queued_long_prefills -= 1;
 }
 
 void Scheduler::settle_prefills(TimePoint now) {
@@ -263,14 +369,33 @@ void Scheduler::end_prefill(Node& node, const Lease& lease, Outcome outcome, Tim
       unqueue_prefill(s, it->tokens);
       node.prefilling.erase(it);
     }
+    node.first_tokens.erase(lease.ticket);
   }
   const bool prefill_node = s.spec.role == Role::kPrefill && !options_.aggregated;
-  if (!prefill_node || outcome != Outcome::kSuccess || !options_.prefill_ends_at_release) return;
-  // Busy since the later of its dispatch and the node's previous completion, as a gateway
-  // that sees only dispatches and completions can tell.
+  if (!prefill_node || outcome != Outcome::kSuccess) return;
+  learn_prefill(node, lease, now);
+}
+
+// Busy since the later of its dispatch and the node's previous completion, as a gateway that
+// sees only dispatches and completions can tell.
+void Scheduler::learn_prefill(Node& node, const Lease& lease, TimePoint now) {
   const TimePoint since = std::max(lease.dispatched, node.last_prefill_done);
   node.last_prefill_done = now;
-  policy_->observe_prefill(s.id, lease.uncached_tokens, to_seconds(now - since));
+  policy_->observe_prefill(node.status.id, lease.uncached_tokens, to_seconds(now - since));
+}
+
+void Scheduler::first_token(const Lease& lease) {
+  if (!options_.aggregated) return;
+  Node* node = find(lease.node);
+  if (!node) return;
+  auto it = std::find_if(node->prefilling.begin(), node->prefilling.end(),
+                         [&](const Prefilling& p) { return p.ticket == lease.ticket; });
+  const bool estimated_over = it == node->prefilling.end();
+  if (!estimated_over) {
+    unqueue_prefill(node->status, it->tokens);
+    node->prefilling.erase(it);
+  }
+  if (node->first_tokens.insert(lease.ticket).second) learn_prefill(*node, lease, clock_.now());
 }
 
 template <class Fn>
@@ -282,14 +407,18 @@ void Scheduler::for_named(std::string_view name, Fn fn) {
 
 void Scheduler::apply_kv_events(std::string_view name, const kvcache::KVEventBatch& batch,
                                 bool restart) {
-  if (!index_) return;
+  for_named(name, [&](Node& node) { apply_kv_events(node.status.id, batch, restart); });
+}
+
+void Scheduler::apply_kv_events(std::uint32_t id, const kvcache::KVEventBatch& batch,
+                                bool restart) {
+  Node* node = find(id);
+  if (!index_ || !node || node->status.removed) return;
   const double t = index_time(clock_.now());
-  for_named(name, [&](Node& node) {
-    if (restart) index_->cleared(node.status.id);
-    index_->apply_events(node.status.id, batch, t);
-    node.status.kv_events_applied += 1;
-    node.owed_events_since.reset();
-  });
+  if (restart) index_->cleared(id);
+  index_->apply_events(id, batch, t);
+  node->status.kv_events_applied += 1;
+  node->owed_events_since.reset();
 }
 
 bool Scheduler::apply_kv_payload(std::string_view name, std::span<const std::uint8_t> payload) {
@@ -315,6 +444,27 @@ void Scheduler::count_kv_events_dropped(std::string_view name, std::uint64_t bat
 
 void Scheduler::report_engine_load(std::string_view name, EngineLoad load) {
   for_named(name, [&](Node& node) { node.status.engine = load; });
+}
+
+void Scheduler::report_engine_load(std::uint32_t id, EngineLoad load) {
+  if (Node* node = find(id)) node->status.engine = load;
+}
+
+std::optional<TimePoint> Scheduler::next_deadline() const {
+  if (queue_.empty()) return std::nullopt;
+  std::optional<TimePoint> next;
+  auto consider = [&next](TimePoint t) {
+    if (!next || t < *next) next = t;
+  };
+  for (const Waiting& waiting : queue_) {
+    consider(waiting.enqueued + options_.queue_timeout);
+    if (waiting.held) consider(waiting.enqueued + options_.max_decode_wait);
+  }
+  for (const Node& node : nodes_) {
+    if (node.status.health == NodeHealth::kEjected) consider(node.ejected_until);
+    for (const Prefilling& p : node.prefilling) consider(p.until);
+  }
+  return next;
 }
 
 PrefixIndexReport Scheduler::prefix_report() const {
@@ -351,6 +501,7 @@ bool Scheduler::cancel(std::uint64_t ticket) {
   auto it = std::find_if(queue_.begin(), queue_.end(),
                          [&](const Waiting& waiting) { return waiting.ticket.id == ticket; });
   if (it == queue_.end()) return false;
+  if (it->held) --decodes_held_now_;
   queue_.erase(it);
   return true;
 }
@@ -421,7 +572,8 @@ bool Scheduler::any_possible(const Ticket& ticket) const {
   return std::any_of(nodes_.begin(), nodes_.end(), [&](const Node& node) {
     const NodeStatus& s = node.status;
     if (s.spec.role != ticket.role || s.removed) return false;
-    if (!ticket.group.empty() && !s.spec.group.empty() && s.spec.group != ticket.group) return false;
+    if (!ticket.group.empty() && !s.spec.group.empty() && s.spec.group != ticket.group)
+      return false;
     return std::find(ticket.tried.begin(), ticket.tried.end(), s.id) == ticket.tried.end();
   });
 }
@@ -447,16 +599,27 @@ void Scheduler::record_failure(Node& node, TimePoint now) {
 }
 
 Scheduler::Node* Scheduler::find(std::uint32_t id) {
-  for (Node& node : nodes_) {
-    if (node.status.id == id) return &node;
+  if (id >= slot_of_id_.size() || slot_of_id_[id] < 0) return nullptr;
+  return &nodes_[static_cast<std::size_t>(slot_of_id_[id])];
+}
+
+const Scheduler::Node* Scheduler::find(std::uint32_t id) const {
+  if (id >= slot_of_id_.size() || slot_of_id_[id] < 0) return nullptr;
+  return &nodes_[static_cast<std::size_t>(slot_of_id_[id])];
+}
+
+void Scheduler::reindex() {
+  slot_of_id_.assign(next_id_, -1);
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    slot_of_id_[nodes_[i].status.id] = static_cast<std::int32_t>(i);
   }
-  return nullptr;
 }
 
 void Scheduler::forget_removed() {
-  std::erase_if(nodes_, [](const Node& node) {
+  const auto gone = std::erase_if(nodes_, [](const Node& node) {
     return node.status.removed && node.status.load.running == 0;
   });
+  if (gone > 0) reindex();
 }
 
 }  // namespace omni::proxy

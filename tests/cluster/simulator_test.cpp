@@ -53,13 +53,15 @@ struct Outcome {
 };
 
 Outcome simulate_requests(const ClusterConfig& config, std::vector<ClusterRequest> requests,
-        const std::string& policy_name = "least-tokens") {
+                          const std::string& policy_name = "least-tokens") {
   const engine::CostModel cost = deepseek_cost();
   VectorSource source(std::move(requests));
-  auto policy = make_policy(policy_name, config.seed);
+  sched::PolicySettings settings;
+  settings.seed = config.seed;
+  auto policy = sched::make_placement_policy(policy_name, settings);
   EXPECT_TRUE(policy.ok());
   Outcome out;
-  auto result = simulate(config, cost, cost, source, **policy,
+  auto result = simulate(config, cost, cost, source, std::move(*policy),
                          [&](const RequestRecord& r) { out.records[r.id] = r; });
   EXPECT_TRUE(result.ok()) << (result.ok() ? "" : result.error().message);
   out.result = std::move(*result);
@@ -181,18 +183,18 @@ TEST(ClusterSimulator, ImpossibleRequestsFailWithoutStoppingTheOthers) {
 TEST(ClusterSimulator, DecodeHoldsAreBoundedAndEveryRequestFinishes) {
   ClusterConfig config = small_cluster(2, 1);
   config.decode_engine.num_gpu_blocks = 160;  // 10,240 tokens: a handful of sequences
-  config.max_decode_wait_s = 0.5;
+  config.gateway.max_decode_wait = std::chrono::milliseconds(500);
+  config.engine_metrics_interval_s = 0;  // the gateway sees every step's KV usage
   const Outcome held = simulate_requests(config, workload(40, 0.01), "omni");
   EXPECT_EQ(held.result.completed, 40u);
   EXPECT_EQ(held.result.failed, 0u);
   EXPECT_GT(held.result.decode_holds, 0u);
   EXPECT_LE(held.result.decode_hold_timeouts, held.result.decode_holds);
-  // No waiting allowed: every hold is placed at once by the bound.
-  config.max_decode_wait_s = 0;
-  const Outcome bounded = simulate_requests(config, workload(40, 0.01), "omni");
-  EXPECT_EQ(bounded.result.completed, 40u);
-  EXPECT_GT(bounded.result.decode_holds, 0u);
-  EXPECT_EQ(bounded.result.decode_hold_timeouts, bounded.result.decode_holds);
+  // No waiting allowed: the policy is never asked to hold.
+  config.gateway.max_decode_wait = Duration::zero();
+  const Outcome none = simulate_requests(config, workload(40, 0.01), "omni");
+  EXPECT_EQ(none.result.completed, 40u);
+  EXPECT_EQ(none.result.decode_holds, 0u);
   // Policies that never hold leave the counters at zero.
   const Outcome never = simulate_requests(config, workload(40, 0.01), "least-load");
   EXPECT_EQ(never.result.decode_holds, 0u);

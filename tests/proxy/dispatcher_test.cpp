@@ -50,8 +50,8 @@ Ticket decode_ticket(std::uint64_t id) {
   return ticket;
 }
 
-std::unique_ptr<Policy> least_outstanding() {
-  auto policy = make_policy("least-outstanding");
+std::unique_ptr<sched::PlacementPolicy> least_outstanding() {
+  auto policy = sched::make_placement_policy("least-outstanding");
   EXPECT_TRUE(policy.ok());
   return std::move(*policy);
 }
@@ -63,10 +63,13 @@ TEST(ProxyDispatcher, IdleSubmitIsDecidedOnTheCallingThreadBeforeSubmitReturns) 
   dispatcher.start();
   for (std::uint64_t id = 1; id <= 20; ++id) {
     std::optional<Result<Placement>> decided;
-    ASSERT_TRUE(dispatcher.submit(decode_ticket(id), [&](Result<Placement> r) { decided = std::move(r); }).ok());
+    ASSERT_TRUE(
+        dispatcher.submit(decode_ticket(id), [&](Result<Placement> r) { decided = std::move(r); })
+            .ok());
     // The background thread may hold the master role for a tick at this very moment; then
     // it decides the ticket instead, a few microseconds later.
-    for (int i = 0; i < 2000 && !decided; ++i) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    for (int i = 0; i < 2000 && !decided; ++i)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
     ASSERT_TRUE(decided.has_value());
     ASSERT_TRUE(decided->ok());
     EXPECT_EQ((*decided)->node, "a");
@@ -78,10 +81,12 @@ TEST(ProxyDispatcher, IdleSubmitIsDecidedOnTheCallingThreadBeforeSubmitReturns) 
   idle.set_nodes({{"a", Role::kDecode, ""}});
   bool decided = false;
   std::thread::id on;
-  ASSERT_TRUE(idle.submit(decode_ticket(1), [&](Result<Placement> r) {
-    decided = r.ok();
-    on = std::this_thread::get_id();
-  }).ok());
+  ASSERT_TRUE(idle.submit(decode_ticket(1),
+                          [&](Result<Placement> r) {
+                            decided = r.ok();
+                            on = std::this_thread::get_id();
+                          })
+                  .ok());
   EXPECT_TRUE(decided);
   EXPECT_EQ(on, std::this_thread::get_id());
 }
@@ -125,7 +130,8 @@ TEST(ProxyDispatcher, ConcurrentSubmittersGetEveryTicketDecidedExactlyOnce) {
   }
   EXPECT_EQ(decided.load(), kThreads * kPerThread);
   EXPECT_EQ(failed.load(), 0);
-  for (std::size_t id = 1; id < calls.size(); ++id) ASSERT_EQ(calls[id].load(), 1) << "ticket " << id;
+  for (std::size_t id = 1; id < calls.size(); ++id)
+    ASSERT_EQ(calls[id].load(), 1) << "ticket " << id;
   dispatcher.stop();
 }
 
@@ -140,11 +146,14 @@ TEST(ProxyDispatcher, StopCancelsEveryWaitingTicketOnceAndRefusesLaterOnes) {
   std::vector<ErrorCode> codes(11, ErrorCode::kInvalidArgument);
   std::mutex mu;
   for (std::uint64_t id = 1; id <= 10; ++id) {
-    ASSERT_TRUE(dispatcher.submit(decode_ticket(id), [&, id](Result<Placement> r) {
-      std::lock_guard lock(mu);
-      calls[id]++;
-      if (!r.ok()) codes[id] = r.error().code;
-    }).ok());
+    ASSERT_TRUE(dispatcher
+                    .submit(decode_ticket(id),
+                            [&, id](Result<Placement> r) {
+                              std::lock_guard lock(mu);
+                              calls[id]++;
+                              if (!r.ok()) codes[id] = r.error().code;
+                            })
+                    .ok());
   }
   dispatcher.stop();
   std::lock_guard lock(mu);
@@ -154,7 +163,8 @@ TEST(ProxyDispatcher, StopCancelsEveryWaitingTicketOnceAndRefusesLaterOnes) {
     EXPECT_EQ(codes[id], ErrorCode::kCancelled) << id;
   }
   bool called = false;
-  EXPECT_FALSE(dispatcher.submit(decode_ticket(11), [&](Result<Placement>) { called = true; }).ok());
+  EXPECT_FALSE(
+      dispatcher.submit(decode_ticket(11), [&](Result<Placement>) { called = true; }).ok());
   EXPECT_FALSE(called);
 }
 
@@ -168,9 +178,15 @@ TEST(ProxyDispatcher, TicksExpireWaitingTicketsWithoutAnySubmitter) {
   dispatcher.start();
   std::promise<Result<Placement>> first;
   std::promise<Result<Placement>> second;
-  ASSERT_TRUE(dispatcher.submit(decode_ticket(1), [&](Result<Placement> r) { first.set_value(std::move(r)); }).ok());
+  ASSERT_TRUE(
+      dispatcher
+          .submit(decode_ticket(1), [&](Result<Placement> r) { first.set_value(std::move(r)); })
+          .ok());
   ASSERT_TRUE(first.get_future().get().ok());
-  ASSERT_TRUE(dispatcher.submit(decode_ticket(2), [&](Result<Placement> r) { second.set_value(std::move(r)); }).ok());
+  ASSERT_TRUE(
+      dispatcher
+          .submit(decode_ticket(2), [&](Result<Placement> r) { second.set_value(std::move(r)); })
+          .ok());
   auto waited = second.get_future();
   ASSERT_EQ(waited.wait_for(std::chrono::seconds(5)), std::future_status::ready);
   auto result = waited.get();
@@ -190,7 +206,10 @@ TEST(ProxyDispatcher, PostRunsInTheMasterContextBeforeLaterDecisions) {
     ran = true;
   }));
   std::promise<Result<Placement>> placed;
-  ASSERT_TRUE(dispatcher.submit(decode_ticket(1), [&](Result<Placement> r) { placed.set_value(std::move(r)); }).ok());
+  ASSERT_TRUE(
+      dispatcher
+          .submit(decode_ticket(1), [&](Result<Placement> r) { placed.set_value(std::move(r)); })
+          .ok());
   auto result = placed.get_future().get();
   EXPECT_TRUE(ran.load());
   ASSERT_TRUE(result.ok());
@@ -204,7 +223,7 @@ TEST(ProxyDispatcher, PostRunsInTheMasterContextBeforeLaterDecisions) {
 
 TEST(ProxyDispatcher, DecidesFromOneViewWhateverThreadSubmits) {
   SteadyClock clock;
-  auto policy = make_policy("least-outstanding");
+  auto policy = sched::make_placement_policy("least-outstanding");
   ASSERT_TRUE(policy.ok());
   Dispatcher dispatcher(clock, {}, std::move(*policy), std::chrono::milliseconds(1));
   dispatcher.set_nodes({{"a", Role::kDecode, ""}, {"b", Role::kDecode, ""}});
@@ -224,7 +243,10 @@ TEST(ProxyDispatcher, DecidesFromOneViewWhateverThreadSubmits) {
         ticket.role = Role::kDecode;
         ticket.prompt_tokens = 5;
         ticket.max_tokens = 5;
-        ASSERT_TRUE(dispatcher.submit(ticket, [&done](Result<Placement> r) { done.set_value(std::move(r)); }).ok());
+        ASSERT_TRUE(
+            dispatcher
+                .submit(ticket, [&done](Result<Placement> r) { done.set_value(std::move(r)); })
+                .ok());
         auto placement = result.get();
         ASSERT_TRUE(placement.ok());
         std::lock_guard lock(mu);
@@ -257,7 +279,7 @@ TEST(ProxyDispatcher, DecidesFromOneViewWhateverThreadSubmits) {
 
 TEST(ProxyDispatcher, StopCancelsUndecidedTickets) {
   SteadyClock clock;
-  auto policy = make_policy("least-outstanding");
+  auto policy = sched::make_placement_policy("least-outstanding");
   ASSERT_TRUE(policy.ok());
   SchedulerOptions options;
   options.node_limits = {1, 1};
@@ -272,9 +294,11 @@ TEST(ProxyDispatcher, StopCancelsUndecidedTickets) {
   t1.prompt_tokens = 5;
   Ticket t2 = t1;
   t2.id = 2;
-  ASSERT_TRUE(dispatcher.submit(t1, [&](Result<Placement> r) { first.set_value(std::move(r)); }).ok());
+  ASSERT_TRUE(
+      dispatcher.submit(t1, [&](Result<Placement> r) { first.set_value(std::move(r)); }).ok());
   EXPECT_TRUE(first.get_future().get().ok());
-  ASSERT_TRUE(dispatcher.submit(t2, [&](Result<Placement> r) { second.set_value(std::move(r)); }).ok());
+  ASSERT_TRUE(
+      dispatcher.submit(t2, [&](Result<Placement> r) { second.set_value(std::move(r)); }).ok());
   dispatcher.stop();
   auto waited = second.get_future().get();
   ASSERT_FALSE(waited.ok());

@@ -30,7 +30,7 @@ kvcache::KVEventBatch stored(const std::vector<std::uint64_t>& blocks) {
 class SchedPolicyTest : public ::testing::Test {
  protected:
   void make(const std::string& policy, SchedulerOptions options = {}) {
-    auto made = make_policy(policy);
+    auto made = sched::make_placement_policy(policy);
     ASSERT_TRUE(made.ok()) << policy;
     scheduler = std::make_unique<Scheduler>(clock, options, std::move(*made));
     scheduler->set_nodes(nodes);
@@ -86,28 +86,29 @@ class SchedPolicyTest : public ::testing::Test {
 };
 
 TEST(ProxyPolicyRegistry, EverySchedPolicyAndLeastOutstandingByName) {
-  EXPECT_EQ(kDefaultPolicy, "omni");
-  const auto names = policy_names();
+  EXPECT_EQ(sched::kDefaultPolicy, "omni");
+  std::vector<std::string> names;
+  for (const auto& info : sched::placement_policies()) names.push_back(info.name);
   for (const char* want : {"round-robin", "least-load", "sglang-cache-aware", "llm-d", "dynamo",
                            "omni-anchor", "omni", "least-outstanding"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
-    auto policy = make_policy(want);
+    auto policy = sched::make_placement_policy(want);
     ASSERT_TRUE(policy.ok()) << want;
     EXPECT_EQ((*policy)->name(), want);
   }
-  for (const auto& summary : policy_summaries())
+  for (const auto& summary : sched::placement_policies())
     EXPECT_FALSE(summary.summary.empty()) << summary.name;
-  auto unknown = make_policy("nope");
+  auto unknown = sched::make_placement_policy("nope");
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().code, ErrorCode::kNotFound);
   EXPECT_NE(unknown.error().message.find("sglang-cache-aware"), std::string::npos);
   EXPECT_NE(unknown.error().message.find("least-outstanding"), std::string::npos);
-  EXPECT_TRUE(make_policy("omni:cache=2:hold=3").ok());
-  auto bad = make_policy("omni:cache=x");
+  EXPECT_TRUE(sched::make_placement_policy("omni:cache=2:hold=3").ok());
+  auto bad = sched::make_placement_policy("omni:cache=x");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("cache=x"), std::string::npos);
-  EXPECT_TRUE((*make_policy("dynamo"))->uses_prefix_matches());
-  EXPECT_FALSE((*make_policy("least-load"))->uses_prefix_matches());
+  EXPECT_TRUE((*sched::make_placement_policy("dynamo"))->uses_prefix_matches());
+  EXPECT_FALSE((*sched::make_placement_policy("least-load"))->uses_prefix_matches());
 }
 
 // The first placement's prediction keeps one prompt family on its node even when that node is
@@ -258,7 +259,7 @@ TEST_F(SchedPolicyTest, AggregatedPrefillEndsByEstimateAndOutputsAreNotPrefillWo
   EXPECT_EQ(status("d0").queued_prefill_tokens, 16000u);
   EXPECT_EQ(status("d0").outstanding_prompt_tokens, 16000u);
   EXPECT_EQ(place(ticket(Role::kDecode, 100)), "waiting");  // 2 s of prefill queued: held
-  clock.advance(2001ms);                                     // its prefill is over by now
+  clock.advance(2001ms);                                    // its prefill is over by now
   EXPECT_EQ(decide(), "d0");
   EXPECT_EQ(status("d0").queued_prefill_tokens, 100u);  // only the second one's, still due
   for (int i = 0; i < 50; ++i) {

@@ -8,7 +8,7 @@ namespace {
 class ProxySchedulerTest : public ::testing::Test {
  protected:
   void make(SchedulerOptions options = {}, std::string policy = "least-outstanding") {
-    auto made = make_policy(policy);
+    auto made = sched::make_placement_policy(policy);
     ASSERT_TRUE(made.ok());
     scheduler = std::make_unique<Scheduler>(clock, options, std::move(*made));
     scheduler->set_nodes({{"p0", Role::kPrefill, "g1"},
@@ -157,7 +157,7 @@ TEST_F(ProxySchedulerTest, ConsecutiveFailuresOpenTheCircuitThenATrialDecides) {
   const Lease trial = last;
   EXPECT_EQ(scheduler->nodes()[0].health, NodeHealth::kTrial);
   EXPECT_EQ(place(ticket(22, Role::kPrefill, 10)), "p1");  // no second request during the trial
-  scheduler->release(trial, Outcome::kFailure);           // trial failed: ejected for 10 s
+  scheduler->release(trial, Outcome::kFailure);            // trial failed: ejected for 10 s
   EXPECT_EQ(scheduler->nodes()[0].health, NodeHealth::kEjected);
   clock.advance(std::chrono::seconds(9));
   scheduler->schedule();
@@ -207,7 +207,8 @@ TEST_F(ProxySchedulerTest, ReloadKeepsKnownNodesAndForgetsRemovedOnesOnceIdle) {
   EXPECT_EQ(place(ticket(1, Role::kPrefill, 10)), "p0");
   const Lease running = last;
   const std::uint32_t p0 = id_of("p0");
-  scheduler->set_nodes({{"p0", Role::kPrefill, ""}, {"p2", Role::kPrefill, ""}, {"d0", Role::kDecode, ""}});
+  scheduler->set_nodes(
+      {{"p0", Role::kPrefill, ""}, {"p2", Role::kPrefill, ""}, {"d0", Role::kDecode, ""}});
   EXPECT_EQ(id_of("p0"), p0);  // same id, same load
   EXPECT_EQ(scheduler->nodes()[0].load.running, 1u);
   EXPECT_EQ(place(ticket(2, Role::kPrefill, 10)), "p2");
@@ -233,10 +234,11 @@ TEST_F(ProxySchedulerTest, CancelRemovesAWaitingTicket) {
 
 TEST(ProxyRoundRobin, TakesCandidatesInTurn) {
   ManualClock clock;
-  auto policy = make_policy("round-robin");
+  auto policy = sched::make_placement_policy("round-robin");
   ASSERT_TRUE(policy.ok());
   Scheduler scheduler(clock, {}, std::move(*policy));
-  scheduler.set_nodes({{"a", Role::kDecode, ""}, {"b", Role::kDecode, ""}, {"c", Role::kDecode, ""}});
+  scheduler.set_nodes(
+      {{"a", Role::kDecode, ""}, {"b", Role::kDecode, ""}, {"c", Role::kDecode, ""}});
   std::vector<std::uint32_t> chosen;
   for (std::uint64_t i = 1; i <= 4; ++i) {
     Ticket t;
@@ -248,7 +250,7 @@ TEST(ProxyRoundRobin, TakesCandidatesInTurn) {
     chosen.push_back(d[0].lease->node);
   }
   EXPECT_EQ(chosen, (std::vector<std::uint32_t>{0, 1, 2, 0}));
-  EXPECT_FALSE(make_policy("nope").ok());
+  EXPECT_FALSE(sched::make_placement_policy("nope").ok());
 }
 
 }  // namespace

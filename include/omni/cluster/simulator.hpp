@@ -1,6 +1,14 @@
-// omni-cluster's core: many engine-model instances in one virtual-time event loop, a router
-// policy in front, PD disaggregation with modelled KV transfers. Pure and deterministic: one seed,
-// one result, bit for bit; events are ordered by (time, kind, sequence).
+// omni-cluster's core: many engine-model instances in one virtual-time event loop behind the
+// one gateway core (omni::proxy::Scheduler — the object omni-proxy runs), with PD disaggregation
+// and modelled KV transfers. Pure and deterministic: one seed, one result, bit for bit; events
+// are ordered by (time, kind, sequence).
+//
+//   arrivals ──submit──▶ gateway core (ManualClock) ──decisions──▶ instances (engine models)
+//      ▲                  ▲ release / first_token        │ steps, stable runs
+//      │                  ├ KV events (the engines' own, after kv_event_delay_s)
+//      │                  └ engine load, every engine_metrics_interval_s (as a live scrape)
+//      └──── the simulator adds only what a gateway does not decide: engines, transfers
+//            (TransferModel), network latency, accounting
 //
 // Instances advance step by step while their batch changes; when an instance's batch is stable
 // (decodes only, nothing admissible waiting, nobody finishing soon) it advances over many steps
@@ -16,11 +24,12 @@
 #include <vector>
 
 #include "omni/cluster/histogram.hpp"
-#include "omni/cluster/policy.hpp"
 #include "omni/cluster/request.hpp"
 #include "omni/common/result.hpp"
 #include "omni/engine/cost_model.hpp"
 #include "omni/engine/engine.hpp"
+#include "omni/proxy/scheduler.hpp"
+#include "omni/sched/policy.hpp"
 
 namespace omni::cluster {
 
@@ -38,14 +47,15 @@ struct Slo {
 struct ClusterConfig {
   std::uint32_t prefill_instances = 1;  // 0: aggregated (decode instances serve whole requests)
   std::uint32_t decode_instances = 1;
-  std::uint32_t pd_groups = 1;          // instances are split into this many PD groups
+  std::uint32_t pd_groups = 1;  // instances are split into this many PD groups
   engine::EngineConfig prefill_engine;
   engine::EngineConfig decode_engine;
   PdPattern pattern = PdPattern::kSequential;
   double network_latency_s = 0.0002;  // one hop, gateway <-> instance
-  double kv_link_gbps = 400.0;        // per transfer, as CostModel::kv_transfer_seconds takes it
-  double time_scale = 1.0;            // arrival times are multiplied by this (0.5 = twice the rate)
-  std::uint64_t max_requests = 0;     // 0: the whole source
+  // One KV transfer's bandwidth, in gigabits per second (CostModel::kv_transfer_seconds).
+  double kv_link_gbps = engine::kDefaultKvLinkGbps;
+  double time_scale = 1.0;         // arrival times are multiplied by this (0.5 = twice the rate)
+  std::uint64_t max_requests = 0;  // 0: the whole source
   std::uint32_t timeline_instances = 4;  // instances per pool whose queue/KV are sampled
   double sample_interval_s = 1.0;
   Slo slo;
@@ -53,14 +63,18 @@ struct ClusterConfig {
   // Advance stable batches over many steps per event. Off: one event per step (the slow,
   // obviously-right path the fast one is tested against).
   bool fast_forward = true;
-  // Lifetime of the gateway's approximate prefix entries (blocks of a routed request until its
-  // prefill stores them).
-  double predicted_ttl_s = 30.0;
-  // PD: how long a prefilled request may wait at the gateway for a decode instance when the
-  // policy holds it (every decode instance of its group over its thresholds), and how many may
-  // wait at once; past either bound it goes to the group's least-loaded decode instance.
-  double max_decode_wait_s = 2.0;
-  std::uint32_t max_decode_held = 4096;
+  // The gateway core's options, as omni-proxy sets them from its configuration (queue,
+  // thresholds, timeouts, decode holding, prefix index). The simulator sets `aggregated`,
+  // `block_size`, `transfer` and `fresh_cache` itself.
+  proxy::SchedulerOptions gateway;
+  // How the gateway learns what the engines cache: their KV events, delivered this long after
+  // the step that produced them (0: at once) — what omni-proxy sees. Or, for what-if studies
+  // only, a perfectly fresh feed of the engines' exact caches.
+  double kv_event_delay_s = 0.001;
+  bool fresh_cache_oracle = false;
+  // The engines' own load (running, waiting, KV usage) reaches the gateway this often, as
+  // omni-proxy's health checker scrapes /metrics (health.interval). 0: after every step.
+  double engine_metrics_interval_s = 1.0;
 };
 
 // One finished (or failed) request, for per-request JSON lines.
@@ -93,9 +107,11 @@ struct ClusterResult {
   std::string policy;
   std::uint64_t completed = 0;
   std::uint64_t failed = 0;
-  std::map<std::string, std::uint64_t> failed_by_kind;  // rejected, never_finished, aborted
-  std::uint64_t good = 0;  // completed within the SLOs
-  double duration_s = 0.0;  // first arrival to last completion, virtual seconds
+  // rejected (the gateway's queue was full, or the engine refused), timed_out (no node within the
+  // gateway's queue timeout), unavailable, never_finished, aborted
+  std::map<std::string, std::uint64_t> failed_by_kind;
+  std::uint64_t good = 0;       // completed within the SLOs
+  double duration_s = 0.0;      // first arrival to last completion, virtual seconds
   double arrival_span_s = 0.0;  // first arrival to last arrival
   std::uint64_t prompt_tokens = 0;
   std::uint64_t output_tokens = 0;
@@ -126,10 +142,21 @@ struct ClusterResult {
 
 using RecordSink = std::function<void(const RequestRecord&)>;
 
+// One decision of the gateway core, as it was made: for the differential test against the core
+// stepped by hand, and for --decisions-out.
+struct GatewayDecision {
+  double t = 0.0;
+  std::uint64_t request = 0;
+  sched::Role role = sched::Role::kPrefill;
+  std::int32_t node = -1;  // the core's node id; -1: refused (timed out, unavailable)
+};
+using DecisionSink = std::function<void(const GatewayDecision&)>;
+
 // Runs the whole source through the cluster. The cost model and engine configs are copied into
-// every instance.
+// every instance; `policy` is the gateway core's (make it with sched::make_placement_policy).
 Result<ClusterResult> simulate(const ClusterConfig& config, const engine::CostModel& prefill_cost,
                                const engine::CostModel& decode_cost, RequestSource& source,
-                               RouterPolicy& policy, const RecordSink& sink = {});
+                               std::unique_ptr<sched::PlacementPolicy> policy,
+                               const RecordSink& sink = {}, const DecisionSink& decisions = {});
 
 }  // namespace omni::cluster

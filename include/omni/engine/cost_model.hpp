@@ -97,6 +97,10 @@ struct StepBreakdown {
   double total() const { return overhead + attention + ffn + comm + lm_head + mtp; }
 };
 
+// The default bandwidth of one PD KV transfer, in gigabits per second: one 400 Gb/s RDMA NIC, as
+// H800/H200 nodes carry one per GPU. omni-cluster and omni-sim both default to it.
+inline constexpr double kDefaultKvLinkGbps = 400.0;
+
 class CostModel {
  public:
   CostModel(ModelProfile model, HardwareProfile hw, ParallelLayout layout, MtpConfig mtp = {});
@@ -104,6 +108,7 @@ class CostModel {
   StepBreakdown breakdown(const StepShape& shape) const;
   // KV blocks that fit in memory after weights and activations (for num_gpu_blocks = 0).
   std::uint64_t kv_capacity_tokens() const;
+  // Moving `tokens` tokens of KV over a link of `link_gbps` gigabits (not bytes) per second.
   double kv_transfer_seconds(std::uint64_t tokens, double link_gbps) const;
   const ModelProfile& model() const { return model_; }
   const HardwareProfile& hardware() const { return hw_; }

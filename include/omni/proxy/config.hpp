@@ -105,7 +105,8 @@ struct ProxyConfig {
   std::vector<NodeConfig> decode_nodes;
   PdMode pd_mode = PdMode::kSequential;
   std::uint16_t bootstrap_port = 8998;  // default SGLang bootstrap port of prefill nodes
-  std::string policy = std::string(kDefaultPolicy);
+  std::string policy = std::string(sched::kDefaultPolicy);
+  sched::NodeSpeed node_speed = sched::NodeSpeed::kLearned;
   // Tokenize once in the proxy; the rest must equal the engines' settings.
   std::optional<std::string> tokenizer;  // tokenizer.json or a model directory
   std::uint32_t block_size = 16;
@@ -130,6 +131,13 @@ struct ProxyConfig {
 };
 
 void describe(config::Schema<ProxyConfig>& schema);
+
+// What the policy registry gets from the configuration.
+inline sched::PolicySettings policy_settings(const ProxyConfig& config) {
+  sched::PolicySettings settings;
+  settings.node_speed = config.node_speed;
+  return settings;
+}
 
 // One node of the effective configuration.
 struct NodeEntry {

@@ -1,24 +1,38 @@
-// Scheduler: the pure core of omni-proxy's placement. No sockets, no threads, no wall clock:
-// time comes from the injected Clock, so the cluster simulator can run it unchanged.
+// Scheduler: the one gateway core. omni-proxy's master (the Dispatcher) and omni-cluster's event
+// loop drive this very object through the same calls; nothing of a gateway's decision is written
+// twice. No sockets, no threads, no wall clock: time comes from the injected Clock (the
+// simulator runs a ManualClock).
 //
-//   submit(ticket) ──▶ bounded wait queue ──schedule()──▶ Decision{ticket, node} ─▶ I/O layer
-//        │ full: kResourceExhausted (429)      │ ordered by Policy::queue_score (aging)
+//   submit(ticket) ──▶ bounded wait queue ──schedule()──▶ Decision{ticket, lease} ─▶ the caller
+//        │ full: kResourceExhausted (429)      │ in policy order (queue_score, aging)
 //        │                                     │ waited past queue_timeout: Decision{error}
-//   release(lease, outcome) ◀───────────────── the leg ended: load returned, health updated
+//   first_token(lease) ◀─ aggregated: the prefill part of a whole request ended
+//   release(lease, outcome) ◀── the leg ended: load returned, health and node speed learned
+//   apply_kv_events(node, batch) ◀── the engines' KV events (the prefix index's exact feed)
 //
-// Load is counted when a request is dispatched (not when an engine reports it) and returned
-// on release. A node is a candidate when it is up (active probes), its circuit is not open
-// (passive: consecutive failures eject it for a cool-down, then one trial request decides),
+// Admission: load is counted when a request is dispatched (not when an engine reports it) and
+// returned on release. A node is a candidate when it is up (active probes), its circuit is not
+// open (passive: consecutive failures eject it for a cool-down, then one trial request decides),
 // it is not draining or removed, the ticket has not tried it, its PD group matches, and it is
-// under both thresholds. When no node is a candidate the ticket waits: admission control.
+// under both thresholds. The policy (omni::sched::PlacementPolicy) ranks the candidates, or holds
+// the request (nullopt). When no node is a candidate, or the policy holds, the ticket waits:
+// admission control. A hold means "nothing of this kind can go now": the pass then places no
+// later ticket of the same stage and PD group that has no node excluded (so no worse-ranked
+// request overtakes a held one), while tickets that exclude nodes (retries) are still tried.
 //
-// Prefix index (optional, SchedulerOptions::prefix.enabled): the Scheduler owns a
-// sched::PrefixIndex keyed by node id. Fed exactly by the engines' KV events
-// (apply_kv_events / apply_kv_payload, handed over by the live layer) and approximately by
-// inserting a prefill (or aggregated) ticket's block hashes on the chosen node with a short TTL.
-// When the policy uses prefix matches, every candidate's NodeView::matched_tokens is looked up.
-// A node with an event stream that stays silent past `stale_after` although it was sent
-// uncached work is stale: it attracts nothing by its cache until its events resume.
+// Decode holding (PD): a decode leg the policy holds (every decode node of its group over its
+// limits) waits, its KV staying on its prefill node, for at most max_decode_wait and while at
+// most max_decode_held such legs wait; past either bound it goes to the candidate with the fewest
+// outstanding tokens. The transfer cost from its prefill node to each candidate comes from the
+// TransferModel seam (none: 0).
+//
+// Prefix index (optional, SchedulerOptions::prefix.enabled): a sched::PrefixIndex keyed by node
+// id, fed exactly by the engines' KV events and approximately by inserting a prefill (or
+// aggregated) ticket's block hashes on the chosen node with a short TTL. When the policy uses
+// prefix matches, every candidate's matched tokens are looked up. A node with an event stream
+// that stays silent past `stale_after` although it was sent uncached work is stale: it attracts
+// nothing by its cache until its events resume (load-only routing for it). For what-if studies
+// a simulator may replace the event feed by a FreshCacheOracle (the engines' exact caches).
 //
 // Threading: single-threaded; the owner serialises every call (omni-proxy: the Dispatcher's
 // master context; the simulator: its event loop).
@@ -31,6 +45,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -38,6 +53,7 @@
 #include "omni/common/result.hpp"
 #include "omni/kvcache/kv_events.hpp"
 #include "omni/proxy/policy.hpp"
+#include "omni/sched/policy.hpp"
 #include "omni/sched/prefix_index.hpp"
 
 namespace omni::proxy {
@@ -45,9 +61,9 @@ namespace omni::proxy {
 using namespace std::chrono_literals;
 
 struct NodeSpec {
-  std::string name;   // unique; omni-proxy uses the endpoint "host:port"
+  std::string name;  // unique per role; omni-proxy uses the endpoint "host:port"
   Role role = Role::kPrefill;
-  std::string group;  // PD group; empty: any
+  std::string group;       // PD group; empty: any
   bool kv_events = false;  // the engine publishes KV events to the proxy (staleness applies)
   friend bool operator==(const NodeSpec&, const NodeSpec&) = default;
 };
@@ -61,28 +77,48 @@ class SchedulerObserver {
   virtual void on_prefix_lookup(std::uint32_t matched_tokens) = 0;
 };
 
+// Seconds to move a prompt's KV from a prefill node to a decode node. Called in the core's
+// thread; pure.
+class TransferModel {
+ public:
+  virtual ~TransferModel() = default;
+  virtual double seconds(std::uint64_t prompt_tokens, std::uint32_t prefill_node,
+                         std::uint32_t decode_node) const = 0;
+};
+
+// What-if only: the exact prompt tokens a node holds, as if KV events arrived instantly and
+// were never lost (a simulator's engines know). Replaces the event feed of the prefix index.
+class FreshCacheOracle {
+ public:
+  virtual ~FreshCacheOracle() = default;
+  virtual std::uint32_t cached_tokens(std::uint32_t node,
+                                      std::span<const std::uint64_t> block_hashes) const = 0;
+};
+
 struct SchedulerOptions {
-  std::size_t queue_capacity = 1024;       // waiting tickets, both roles together
-  Duration queue_timeout = 30s;            // longest wait for a node
-  NodeLoad node_limits{1'000'000, 256};    // thresholds per node
-  std::uint32_t failures_to_eject = 3;     // consecutive failures that open the circuit
-  Duration ejection_time = 5s;             // first cool-down; doubles per re-ejection
+  std::size_t queue_capacity = 1024;     // waiting tickets, both roles together
+  Duration queue_timeout = 30s;          // longest wait for a node
+  NodeLoad node_limits{1'000'000, 256};  // thresholds per node
+  std::uint32_t failures_to_eject = 3;   // consecutive failures that open the circuit
+  Duration ejection_time = 5s;           // first cool-down; doubles per re-ejection
   Duration max_ejection_time = 60s;
-  bool aggregated = false;                 // one engine serves whole requests (decode pool)
-  // Whether releasing a prefill lease means its prefill just finished (sequential PD). In
-  // parallel PD the prefill lease is held until the decode ends: no speed is learned then.
-  bool prefill_ends_at_release = true;
-  // Aggregated mode: the proxy does not see a request's first token, so its uncached prompt
+  bool aggregated = false;  // one engine serves whole requests (decode pool)
+  // Aggregated mode: until first_token() says a request's prefill ended, its uncached prompt
   // counts as queued prefill work for uncached / this speed, or until its release.
   double aggregated_prefill_tokens_per_second = 8000;
-  std::uint32_t block_size = 16;           // the engines' KV block size, tokens
+  // Decode holding (PD): how long, and how many at once, decode legs may wait for the policy.
+  Duration max_decode_wait = 2s;
+  std::size_t max_decode_held = 4096;
+  std::uint32_t block_size = 16;  // the engines' KV block size, tokens
   struct Prefix {
-    bool enabled = true;                   // own a prefix index
-    Duration predicted_ttl = 2s;           // lifetime of a placement's approximate insert
-    Duration stale_after = 10s;            // event silence (with uncached work sent) → stale
+    bool enabled = true;          // own a prefix index
+    Duration predicted_ttl = 2s;  // lifetime of a placement's approximate insert
+    Duration stale_after = 10s;   // event silence (with uncached work sent) → stale
     std::size_t max_entries = std::size_t{1} << 22;  // (block, node) pairs
   } prefix;
-  SchedulerObserver* observer = nullptr;   // not owned; outlives the Scheduler
+  SchedulerObserver* observer = nullptr;          // not owned; outlives the Scheduler
+  const TransferModel* transfer = nullptr;        // not owned; none: transfers cost 0
+  const FreshCacheOracle* fresh_cache = nullptr;  // not owned; what-if studies only
 };
 
 // The prefix index as a whole, for metrics.
@@ -95,8 +131,8 @@ struct PrefixIndexReport {
 
 enum class Outcome {
   kSuccess,
-  kFailure,    // the node answered wrongly or the connection broke: counts against it
-  kNeutral,    // the client went away or cancelled: says nothing about the node
+  kFailure,  // the node answered wrongly or the connection broke: counts against it
+  kNeutral,  // the client went away or cancelled: says nothing about the node
 };
 
 struct Ticket {
@@ -104,9 +140,14 @@ struct Ticket {
   Role role = Role::kPrefill;
   std::uint64_t prompt_tokens = 0;
   std::uint64_t max_tokens = 0;
-  std::string group;                   // decode after prefill: stay in this PD group
-  std::vector<std::uint32_t> tried;    // nodes not to use again ("already tried")
+  std::string group;                 // decode after prefill: stay in this PD group
+  std::vector<std::uint32_t> tried;  // nodes not to use again ("already tried")
   std::uint32_t attempt = 0;
+  // When the request reached the gateway (queue aging counts from here, not from this leg's
+  // submit); default: the submit time.
+  std::optional<TimePoint> arrival;
+  // A PD decode leg: the prefill node holding its KV (transfer cost, decode holding).
+  std::optional<std::uint32_t> prefill_node;
   // The prompt's block hashes in KV-event form (kvcache::event_int), as the engine will
   // publish them; empty when the proxy could not compute them (no prefix matching then).
   std::vector<std::uint64_t> block_hashes;
@@ -151,13 +192,14 @@ struct NodeStatus {
 
 class Scheduler {
  public:
-  Scheduler(const Clock& clock, SchedulerOptions options, std::unique_ptr<Policy> policy);
+  Scheduler(const Clock& clock, SchedulerOptions options,
+            std::unique_ptr<sched::PlacementPolicy> policy);
   ~Scheduler();
 
   // Replaces the node set (reload): nodes with a known name keep their id, load and health;
-  // new names get new ids; missing ones become removed (never chosen again, forgotten once
-  // their load is released). In-flight leases stay valid.
-  void set_nodes(const std::vector<NodeSpec>& nodes);
+  // new names get new ids, in the order given; missing ones become removed (never chosen again,
+  // forgotten once their load is released). In-flight leases stay valid. Returns each spec's id.
+  std::vector<std::uint32_t> set_nodes(const std::vector<NodeSpec>& nodes);
   // kResourceExhausted when the queue is full; kInvalidArgument for a duplicate id.
   Status submit(Ticket ticket);
   // Places what can be placed, in policy order; expires tickets that waited too long.
@@ -166,8 +208,17 @@ class Scheduler {
   std::vector<Decision> schedule();
   // The same, appending to `out`: a caller that keeps the vector allocates nothing per pass.
   void schedule(std::vector<Decision>& out);
-  // Returns the lease's load and records the outcome for the node's health.
+  // Returns the lease's load and records the outcome for the node's health; a successful PD
+  // prefill lease also teaches the policy the node's speed.
   void release(const Lease& lease, Outcome outcome);
+  // Aggregated mode: the request's first token came back, so its prefill part is over (its
+  // queued prefill work ends, the node's speed is learned). Optional: without it the prefill
+  // part is estimated (aggregated_prefill_tokens_per_second). Idempotent per lease.
+  void first_token(const Lease& lease);
+  // The earliest time at which schedule() could decide differently with no new call in
+  // between (a queue timeout, a decode hold's bound, a circuit reopening, an estimated prefill
+  // end); nullopt when nothing waits on time. A simulator wakes the core then.
+  std::optional<TimePoint> next_deadline() const;
   // Drops a waiting ticket (the client went away). Returns whether it was waiting.
   bool cancel(std::uint64_t ticket);
   // Active health checks: a failed probe takes a node down; a good one brings it up (and
@@ -179,19 +230,26 @@ class Scheduler {
   // KV events of the engine(s) named `node`: one decoded batch, or a raw msgpack payload
   // (decoded without trust; a malformed one is counted against the node and dropped; false).
   // `restart`: the engine's publisher restarted, so its cache is empty before this batch.
-  void apply_kv_events(std::string_view node, const kvcache::KVEventBatch& batch, bool restart = false);
+  void apply_kv_events(std::string_view node, const kvcache::KVEventBatch& batch,
+                       bool restart = false);
+  void apply_kv_events(std::uint32_t node, const kvcache::KVEventBatch& batch,
+                       bool restart = false);
   bool apply_kv_payload(std::string_view node, std::span<const std::uint8_t> payload);
   // Batches the live layer lost for this node (subscriber overflow, hand-over queue full).
   void count_kv_events_dropped(std::string_view node, std::uint64_t batches);
   // The engine's own load report (scraped from its /metrics).
   void report_engine_load(std::string_view node, EngineLoad load);
+  void report_engine_load(std::uint32_t node, EngineLoad load);
   PrefixIndexReport prefix_report() const;
+  // Decode legs the policy held so far, and of those the ones a bound then placed.
+  std::uint64_t decode_holds() const noexcept { return decode_holds_; }
+  std::uint64_t decode_hold_timeouts() const noexcept { return decode_hold_timeouts_; }
 
   std::vector<NodeStatus> nodes() const;
   std::size_t waiting() const noexcept { return queue_.size(); }
   // Whether at least one node of `role` is usable now (up, not draining, circuit not open).
   bool usable(Role role) const;
-  const Policy& policy() const noexcept { return *policy_; }
+  const sched::PlacementPolicy& policy() const noexcept { return *policy_; }
 
  private:
   struct Prefilling {
@@ -208,10 +266,17 @@ class Scheduler {
     // events since then (staleness).
     std::optional<TimePoint> owed_events_since;
     std::vector<Prefilling> prefilling;  // aggregated mode: estimated prefills in progress
+    std::unordered_set<std::uint64_t> first_tokens;  // aggregated: leases whose prefill ended
+  };
+  struct Blocked {
+    sched::Stage stage;
+    std::string_view group;
+    bool possible = true;  // any_possible() of the ticket that blocked them
   };
   struct Waiting {
     Ticket ticket;
     TimePoint enqueued{};
+    bool held = false;  // a decode leg the policy has held (counted once)
   };
 
   bool candidate(const Node& node, const Ticket& ticket) const;
@@ -219,8 +284,13 @@ class Scheduler {
   bool any_possible(const Ticket& ticket) const;
   void refresh_circuits(TimePoint now);
   void record_failure(Node& node, TimePoint now);
-  std::optional<Lease> place(const Waiting& waiting, TimePoint now);
-  TicketView view_of(const Waiting& waiting) const;
+  enum class Placed { kPlaced, kNoCandidate, kHeld };
+  Placed place(Waiting& waiting, TimePoint now, Lease& lease);
+  sched::Stage stage_of(const Ticket& ticket) const;
+  sched::PlacementRequest request_of(const Waiting& waiting, TimePoint now) const;
+  void fill_candidates(const Ticket& ticket);
+  bool may_hold_decode(const Waiting& waiting, TimePoint now) const;
+  Lease dispatch(Node& node, const Ticket& ticket, std::uint32_t matched, TimePoint now);
   bool prefills(const Ticket& ticket) const;
   bool fill_matches(const Ticket& ticket, TimePoint now);
   void after_placement(Node& node, const Ticket& ticket, TimePoint now);
@@ -228,25 +298,33 @@ class Scheduler {
   static void unqueue_prefill(NodeStatus& status, std::uint64_t uncached);
   void settle_prefills(TimePoint now);
   void end_prefill(Node& node, const Lease& lease, Outcome outcome, TimePoint now);
+  void learn_prefill(Node& node, const Lease& lease, TimePoint now);
   bool stale(const Node& node, TimePoint now) const;
   double index_time(TimePoint t) const;
   template <class Fn>
   void for_named(std::string_view name, Fn fn);
   Node* find(std::uint32_t id);
+  const Node* find(std::uint32_t id) const;
   void forget_removed();
+  void reindex();
 
   const Clock& clock_;
   SchedulerOptions options_;
-  std::unique_ptr<Policy> policy_;
+  std::unique_ptr<sched::PlacementPolicy> policy_;
   std::unique_ptr<sched::PrefixIndex> index_;  // null when disabled
   std::uint64_t lookups_ = 0;
   std::vector<Node> nodes_;
   std::uint32_t next_id_ = 0;
   std::deque<Waiting> queue_;
-  std::vector<NodeView> views_;  // reused per placement
+  std::vector<std::int32_t> slot_of_id_;      // node id → index in nodes_ (-1: gone)
+  std::vector<sched::Candidate> candidates_;  // reused per placement
+  std::uint64_t decode_holds_ = 0;
+  std::uint64_t decode_hold_timeouts_ = 0;
+  std::size_t decodes_held_now_ = 0;  // decode legs waiting after a policy hold
   // Reused per pass: the policy order of the queue and which entries were decided.
   std::vector<std::pair<double, std::size_t>> order_;
   std::vector<char> finished_;
+  std::vector<Blocked> blocked_;  // per pass: stages (and groups) that cannot place now
 };
 
 std::string_view health_name(NodeHealth health) noexcept;

@@ -1,8 +1,15 @@
-// Placement policies: which instance serves a request, and in which order waiting requests are
-// placed. The same code runs inside omni-cluster (virtual time) and is meant for omni-proxy's
-// scheduler (wall time): a policy sees only what a gateway sees — the request, every eligible
-// instance's load as the gateway counts it, and how much of the prompt each instance has cached
-// (from the global prefix index) — and never touches clocks, threads or sockets.
+// The one policy seam of the gateway: which node serves a request, and in which order waiting
+// requests are placed. The gateway core (omni/proxy/scheduler.hpp) calls it, in omni-proxy (wall
+// time) and in omni-cluster (virtual time) alike; a policy sees only what a gateway sees — the
+// request, every eligible node's load as the gateway counts it, and how much of the prompt each
+// node has cached (the global prefix index) — and never touches clocks, threads or sockets.
+// Eligibility (health, draining, PD group, thresholds, "already tried") is the core's business:
+// a policy only ranks what it is given.
+//
+// Policies live one per file in src/sched/policies/ and are listed once in its registry.cpp,
+// which both binaries, their --help and the docs read.
+//
+// Threading: a policy is called only from the thread that owns its core.
 #pragma once
 
 #include <cstdint>
@@ -18,18 +25,21 @@
 
 namespace omni::sched {
 
+// A node's pool, the one role vocabulary of proxy, simulator and policies.
+enum class Role : std::uint8_t { kPrefill, kDecode };
+// What a placement is for: a PD prefill leg, a PD decode leg, or a whole request on one node
+// (aggregated mode: the decode pool serves it).
 enum class Stage : std::uint8_t { kPrefill, kDecode, kAggregated };
 
 struct Candidate {
-  InstanceId instance = 0;
-  std::uint32_t group = 0;
-  std::uint32_t outstanding_requests = 0;  // dispatched, not finished (gateway's count)
-  std::uint64_t outstanding_tokens = 0;    // their prompt (+ output, at decode) tokens
+  InstanceId instance = 0;  // the node's stable id in the core (also its prefix-index id)
+  std::uint32_t outstanding_requests = 0;   // dispatched, not finished (gateway's count)
+  std::uint64_t outstanding_tokens = 0;     // their prompt (+ output, at decode) tokens
   std::uint64_t queued_prefill_tokens = 0;  // dispatched prompt tokens not yet prefilled, uncached
-  std::uint32_t running = 0;               // as the engine last reported
+  std::uint32_t running = 0;                // as the engine last reported
   std::uint32_t waiting = 0;
-  double kv_usage = 0.0;                   // 0..1
-  std::uint32_t matched_tokens = 0;        // this prompt's prefix cached there
+  double kv_usage = 0.0;             // 0..1
+  std::uint32_t matched_tokens = 0;  // this prompt's prefix cached there
   // Sequence balancing: dispatched prompts not yet prefilled there whose uncached part is at
   // least kLongPrefillTokens (each one fills whole batches of that node on its own).
   std::uint32_t queued_long_prefills = 0;
@@ -59,6 +69,18 @@ struct PlacementRequest {
   bool decode_may_wait = false;
 };
 
+// Settings the registry passes to every policy (the binaries' --policy-* options).
+enum class NodeSpeed : std::uint8_t {
+  kLearned,  // per node, from the prefill durations the gateway observes (the default)
+  kEqual,    // every node at one nominal speed
+};
+std::string_view node_speed_name(NodeSpeed speed) noexcept;
+
+struct PolicySettings {
+  std::uint64_t seed = 0;                      // random choices
+  NodeSpeed node_speed = NodeSpeed::kLearned;  // predictive policies (omni)
+};
+
 class PlacementPolicy {
  public:
   virtual ~PlacementPolicy() = default;
@@ -83,9 +105,13 @@ struct PolicyInfo {
   std::string summary;  // one line, with the source of the published ones
 };
 
-// round-robin, least-load, sglang-cache-aware, llm-d, dynamo, omni-anchor, omni.
-Result<std::unique_ptr<PlacementPolicy>> make_placement_policy(std::string_view name,
-                                                               std::uint64_t seed = 0);
+// The registry: every policy with its one-line summary, "omni" (the default of both binaries)
+// first. make_placement_policy() takes a name, or "omni:key=value:..." for a tuning of omni;
+// kNotFound for anything else, with the known names in the message.
+inline constexpr std::string_view kDefaultPolicy = "omni";
 std::vector<PolicyInfo> placement_policies();
+std::string policy_names_joined();  // "omni, round-robin, ..."
+Result<std::unique_ptr<PlacementPolicy>> make_placement_policy(std::string_view spec,
+                                                               const PolicySettings& settings = {});
 
 }  // namespace omni::sched

@@ -1,160 +1,13 @@
-// The placement policies. The published ones follow their sources' defaults (cited per class);
-// where a source leaves a detail open, the comment says what we chose.
+// "omni": ours — earliest predicted prefill finish, sequence balancing, LPT decode queue.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 
-#include "omni/sched/policy.hpp"
+#include "common.hpp"
 
-namespace omni::sched {
+namespace omni::sched::policies {
 namespace {
-
-double match_rate(const PlacementRequest& r, const Candidate& c) {
-  return r.prompt_tokens == 0 ? 0.0 : static_cast<double>(c.matched_tokens) / r.prompt_tokens;
-}
-
-// Index of the candidate with the smallest key (first one on ties).
-template <class Key>
-std::size_t argmin(std::span<const Candidate> candidates, Key key) {
-  std::size_t best = 0;
-  auto best_key = key(candidates[0]);
-  for (std::size_t i = 1; i < candidates.size(); ++i) {
-    const auto k = key(candidates[i]);
-    if (k < best_key) {
-      best = i;
-      best_key = k;
-    }
-  }
-  return best;
-}
-
-class RoundRobin final : public PlacementPolicy {
- public:
-  std::string_view name() const override { return "round-robin"; }
-  std::optional<std::size_t> choose(const PlacementRequest&, Stage stage,
-                                    std::span<const Candidate> candidates) override {
-    return static_cast<std::size_t>(next_[static_cast<int>(stage)]++ % candidates.size());
-  }
-
- private:
-  std::uint64_t next_[3] = {0, 0, 0};
-};
-
-// Least outstanding tokens as the gateway counts them, ties by fewest outstanding requests.
-class LeastLoad final : public PlacementPolicy {
- public:
-  std::string_view name() const override { return "least-load"; }
-  std::optional<std::size_t> choose(const PlacementRequest&, Stage,
-                                    std::span<const Candidate> candidates) override {
-    return argmin(candidates, [](const Candidate& c) {
-      return std::pair(c.outstanding_tokens, c.outstanding_requests);
-    });
-  }
-};
-
-// SGLang model gateway (sgl-router) "cache_aware": when the load is imbalanced (max - min >
-// 64 requests and max > 1.5 x min) go to the least loaded worker; otherwise to the worker with
-// the highest prefix match if its match rate exceeds 0.3, else to the worker with the smallest
-// radix tree. Load = requests in flight; the tree size is approximated by KV-cache usage.
-class SglangCacheAware final : public PlacementPolicy {
- public:
-  std::string_view name() const override { return "sglang-cache-aware"; }
-  bool uses_prefix_matches() const override { return true; }
-  std::optional<std::size_t> choose(const PlacementRequest& request, Stage,
-                                    std::span<const Candidate> candidates) override {
-    const auto [lo, hi] = std::minmax_element(
-        candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-          return a.outstanding_requests < b.outstanding_requests;
-        });
-    const double min_load = lo->outstanding_requests, max_load = hi->outstanding_requests;
-    if (max_load - min_load > kBalanceAbs && max_load > kBalanceRel * min_load) {
-      return static_cast<std::size_t>(lo - candidates.begin());
-    }
-    const std::size_t best =
-        argmin(candidates, [&](const Candidate& c) { return -match_rate(request, c); });
-    if (match_rate(request, candidates[best]) > kCacheThreshold) return best;
-    return argmin(candidates, [](const Candidate& c) { return c.kv_usage; });
-  }
-
- private:
-  static constexpr double kBalanceAbs = 64, kBalanceRel = 1.5, kCacheThreshold = 0.3;
-};
-
-// llm-d inference scheduler's default profile: the weighted sum of the queue scorer (2), the
-// KV-cache utilisation scorer (2) and the prefix-cache scorer (3), highest total wins. Queue
-// score: min-max normalised waiting queue (shortest = 1); KV: 1 - usage; prefix: the share of the
-// prompt's blocks cached.
-class LlmD final : public PlacementPolicy {
- public:
-  std::string_view name() const override { return "llm-d"; }
-  bool uses_prefix_matches() const override { return true; }
-  std::optional<std::size_t> choose(const PlacementRequest& request, Stage,
-                                    std::span<const Candidate> candidates) override {
-    const auto [lo, hi] = std::minmax_element(
-        candidates.begin(), candidates.end(),
-        [](const Candidate& a, const Candidate& b) { return a.waiting < b.waiting; });
-    const double span = static_cast<double>(hi->waiting) - lo->waiting;
-    return argmin(candidates, [&](const Candidate& c) {
-      const double queue = span > 0 ? (hi->waiting - static_cast<double>(c.waiting)) / span : 1.0;
-      const double kv = 1.0 - std::clamp(c.kv_usage, 0.0, 1.0);
-      const double prefix = match_rate(request, c);
-      return -(2.0 * queue + 2.0 * kv + 3.0 * prefix);
-    });
-  }
-};
-
-// NVIDIA Dynamo's KV router cost: overlap_weight (1.0) x blocks still to prefill after the
-// cached overlap + the worker's active (decode) blocks, lowest cost wins (temperature 0). The
-// active blocks are the gateway's outstanding tokens in blocks.
-class Dynamo final : public PlacementPolicy {
- public:
-  std::string_view name() const override { return "dynamo"; }
-  bool uses_prefix_matches() const override { return true; }
-  std::optional<std::size_t> choose(const PlacementRequest& request, Stage,
-                                    std::span<const Candidate> candidates) override {
-    const double bs = std::max<std::uint32_t>(1, request.block_size);
-    return argmin(candidates, [&](const Candidate& c) {
-      const double uncached = request.prompt_tokens - std::min(request.prompt_tokens, c.matched_tokens);
-      const double prefill_blocks = std::ceil(uncached / bs);
-      const double active_blocks = std::ceil(static_cast<double>(c.outstanding_tokens) / bs);
-      return 1.0 * prefill_blocks + active_blocks;
-    });
-  }
-};
-
-// omni-infer's Omni Proxy as published: the prefill queue is ordered by 0.8 x shortness + 0.2 x
-// waiting time; a node takes work only under 32,000 outstanding tokens and 32 running requests;
-// among those, the deepest prefix match wins, then the least outstanding tokens; when no node is
-// under its thresholds the request waits in the proxy. (The publication gives the weights and
-// thresholds, not the normalisation: shortness is the prompt over the token threshold, waiting
-// is in seconds.)
-class OmniAnchor final : public PlacementPolicy {
- public:
-  std::string_view name() const override { return "omni-anchor"; }
-  bool uses_prefix_matches() const override { return true; }
-  std::optional<std::size_t> choose(const PlacementRequest&, Stage stage,
-                                    std::span<const Candidate> candidates) override {
-    std::optional<std::size_t> best;
-    for (std::size_t i = 0; i < candidates.size(); ++i) {
-      const Candidate& c = candidates[i];
-      const bool under = static_cast<double>(c.outstanding_tokens) < kMaxTokens && c.outstanding_requests < kMaxRequests;
-      if (!under && stage != Stage::kDecode) continue;
-      if (!best || better(c, candidates[*best])) best = i;
-    }
-    return best;
-  }
-  double queue_score(const PlacementRequest& r) const override {
-    return 0.8 * (r.prompt_tokens / kMaxTokens) - 0.2 * (r.now - r.arrival);
-  }
-
- private:
-  static bool better(const Candidate& a, const Candidate& b) {
-    if (a.matched_tokens != b.matched_tokens) return a.matched_tokens > b.matched_tokens;
-    return a.outstanding_tokens < b.outstanding_tokens;
-  }
-  static constexpr double kMaxTokens = 32000, kMaxRequests = 32;
-};
 
 // Ours: place each prompt where it will finish first. Its predicted finish on a node is (the
 // node's queued work + its own work + the capacity its uncached tokens take from others) / the
@@ -407,37 +260,16 @@ Result<OmniTuning> parse_omni_tuning(std::string_view name) {
 
 }  // namespace
 
-std::vector<PolicyInfo> placement_policies() {
-  return {
-      {"round-robin", "instances in turn"},
-      {"least-load", "least outstanding tokens (counted at dispatch), then fewest requests"},
-      {"sglang-cache-aware",
-       "SGLang model gateway cache_aware: balance thresholds 64 / 1.5x, match threshold 0.3"},
-      {"llm-d", "llm-d default scorer: queue x2 + KV utilisation x2 + prefix x3"},
-      {"dynamo", "NVIDIA Dynamo KV router: prefill blocks after cached overlap + active blocks"},
-      {"omni-anchor",
-       "Omni Proxy as published: 0.8 shortness / 0.2 waiting, 32000-token / 32-request limits"},
-      {"omni", "ours: earliest predicted prefill finish, sequence balancing, LPT decode queue"},
-  };
-}
-
-Result<std::unique_ptr<PlacementPolicy>> make_placement_policy(std::string_view name,
-                                                               std::uint64_t) {
-  if (name == "round-robin") return std::unique_ptr<PlacementPolicy>(new RoundRobin());
-  if (name == "least-load") return std::unique_ptr<PlacementPolicy>(new LeastLoad());
-  if (name == "sglang-cache-aware") return std::unique_ptr<PlacementPolicy>(new SglangCacheAware());
-  if (name == "llm-d") return std::unique_ptr<PlacementPolicy>(new LlmD());
-  if (name == "dynamo") return std::unique_ptr<PlacementPolicy>(new Dynamo());
-  if (name == "omni-anchor") return std::unique_ptr<PlacementPolicy>(new OmniAnchor());
-  if (name == "omni" || name.starts_with("omni:")) {
-    auto tuning = parse_omni_tuning(name);
-    if (!tuning) return std::move(tuning).error();
-    return std::unique_ptr<PlacementPolicy>(new Omni(std::string(name), *tuning));
+Result<std::unique_ptr<PlacementPolicy>> make_omni(std::string_view spec,
+                                                   const PolicySettings& settings) {
+  auto tuning = parse_omni_tuning(spec);
+  if (!tuning) return std::move(tuning).error();
+  // The node speed is a visible setting of both binaries (PolicySettings::node_speed), not a
+  // silent rename; an explicit learn= in the spec wins.
+  if (spec.find("learn=") == std::string_view::npos) {
+    tuning->learn = settings.node_speed == NodeSpeed::kLearned ? 2.0 : 0.0;
   }
-  std::string known;
-  for (const auto& info : placement_policies()) known += (known.empty() ? "" : ", ") + info.name;
-  return make_error(ErrorCode::kInvalidArgument,
-                    "unknown policy '" + std::string(name) + "' (known: " + known + ")");
+  return std::unique_ptr<PlacementPolicy>(new Omni(std::string(spec), *tuning));
 }
 
-}  // namespace omni::sched
+}  // namespace omni::sched::policies
