@@ -47,7 +47,9 @@ check "$work/nofit.txt" "larger than the maximum number of tokens that can be st
 for flag in --host --port --model --served-model-name --max-num-seqs --max-num-batched-tokens --block-size \
             --num-gpu-blocks-override --tensor-parallel-size --data-parallel-size --enable-expert-parallel \
             --prefix-caching-hash-algo --kv-events-config --kv-transfer-config --hardware --tokenizer --seed \
-            --speed --config; do
+            --speed --config --disaggregation-bootstrap-port --enable-prompt-tokens-details --fault-hang-rate \
+            --fault-unresponsive --fault-stall-after-tokens --fault-crash-after-tokens --fault-stream-error-rate \
+            --fault-stream-error-after-tokens --fault-bootstrap-never-connects; do
   grep -q -- "$flag" "$work/help.txt" || fail "--help does not document $flag"
 done
 
