@@ -9,8 +9,9 @@
 #
 # Prints the result table and where the results were written; stops everything it started on
 # exit or Ctrl-C. Environment: BUILD (default build/dev), REQUESTS (default 120), RATE (default 8
-# requests/s), SPEED (default 20), OUT (default build/demo), KEEP=1 to leave the cluster running
-# until Ctrl-C after the workload.
+# new sessions per second), SLO (default ttft=2s,tpot=100ms), SPEED (default 20), OUT (default
+# build/demo), KEEP=1 to leave the cluster running until Ctrl-C after the workload. Rates, SLOs and
+# every reported time are model time: the engines' clock runs SPEED times faster than the wall.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$here/build/dev}
