@@ -18,7 +18,7 @@ namespace omni::kvcache {
 namespace {
 
 using namespace std::chrono_literals;
-constexpr auto kPollInterval = 20ms;  // how often the thread checks for stop()
+constexpr auto kPollInterval = 20ms;   // how often the thread checks for stop()
 constexpr std::size_t kMaxFrames = 8;  // more frames than this: malformed, the rest drained
 
 std::span<const std::uint8_t> span_of(const zmq::message_t& m) {
@@ -77,6 +77,11 @@ struct ZmqEventSubscriber::Impl {
   }
 
   void deliver(ReceivedBatch batch) {
+    received.fetch_add(1, std::memory_order_relaxed);
+    if (config.on_batch) {
+      config.on_batch(std::move(batch));
+      return;
+    }
     {
       std::lock_guard lock(mu);
       if (queue.size() >= config.max_queue) {
@@ -85,14 +90,20 @@ struct ZmqEventSubscriber::Impl {
       }
       queue.push_back(std::move(batch));
     }
-    received.fetch_add(1, std::memory_order_relaxed);
     ready.notify_one();
+  }
+
+  // Counts batches lost for good and, in push mode, tells the consumer.
+  void lose(std::atomic<std::uint64_t>& counter, std::uint64_t n) {
+    if (n == 0) return;
+    counter.fetch_add(n, std::memory_order_relaxed);
+    if (config.on_lost) config.on_lost(n);
   }
 
   std::optional<KVEventBatch> decode(std::span<const std::uint8_t> payload) {
     auto decoded = decode_batch(payload, config.limits);
     if (!decoded) {
-      malformed.fetch_add(1, std::memory_order_relaxed);
+      lose(malformed, 1);
       return std::nullopt;
     }
     return std::move(decoded->batch);
@@ -116,12 +127,12 @@ struct ZmqEventSubscriber::Impl {
         if (zmq::poll(&item, 1, left) <= 0) continue;
         auto frames = recv_multipart(*dealer, zmq::recv_flags::dontwait);
         if (frames.size() != 3 || frames[0].size() != 0) {
-          malformed.fetch_add(1, std::memory_order_relaxed);
+          lose(malformed, 1);
           continue;
         }
         auto seq = zmq_wire::decode_seq(span_of(frames[1]));
         if (!seq) {
-          malformed.fetch_add(1, std::memory_order_relaxed);
+          lose(malformed, 1);
           continue;
         }
         if (*seq == zmq_wire::kReplayEnd) break;
@@ -133,7 +144,7 @@ struct ZmqEventSubscriber::Impl {
         ++recovered;
       }
     } catch (const zmq::error_t&) {
-      malformed.fetch_add(1, std::memory_order_relaxed);
+      lose(malformed, 1);
     }
     replayed.fetch_add(recovered, std::memory_order_relaxed);
     return recovered;
@@ -141,12 +152,12 @@ struct ZmqEventSubscriber::Impl {
 
   void handle(std::vector<zmq::message_t> frames) {
     if (frames.size() != 3) {
-      malformed.fetch_add(1, std::memory_order_relaxed);
+      lose(malformed, 1);
       return;
     }
     auto seq = zmq_wire::decode_seq(span_of(frames[1]));
     if (!seq) {
-      malformed.fetch_add(1, std::memory_order_relaxed);
+      lose(malformed, 1);
       return;
     }
     bool restart = false;
@@ -156,7 +167,8 @@ struct ZmqEventSubscriber::Impl {
     } else if (expected && *seq > *expected) {
       gaps.fetch_add(1, std::memory_order_relaxed);
       const std::uint64_t lost = *seq - *expected;
-      missing.fetch_add(lost - replay_range(*expected, *seq), std::memory_order_relaxed);
+      const std::uint64_t recovered = replay_range(*expected, *seq);
+      lose(missing, lost - std::min(lost, recovered));
     }
     expected = *seq + 1;
     auto batch = decode(span_of(frames[2]));
@@ -171,7 +183,7 @@ struct ZmqEventSubscriber::Impl {
         if (zmq::poll(&item, 1, kPollInterval) <= 0) continue;
         handle(recv_multipart(sub, zmq::recv_flags::dontwait));
       } catch (const zmq::error_t&) {
-        malformed.fetch_add(1, std::memory_order_relaxed);
+        lose(malformed, 1);
       }
     }
   }

@@ -64,6 +64,9 @@ void describe_node(config::Schema<NodeConfig>& s) {
   s.field("kv_events_endpoint", &NodeConfig::kv_events_endpoint,
           "ZeroMQ endpoint where this engine publishes its KV events (tcp://host:port)")
       .non_empty();
+  s.field("kv_events_replay_endpoint", &NodeConfig::kv_events_replay_endpoint,
+          "The engine's KV-event replay socket (vLLM's replay_endpoint), used to recover a gap")
+      .non_empty();
 }
 
 void describe_limits(config::Schema<LimitsConfig>& s) {
@@ -198,6 +201,9 @@ void describe(config::Schema<ProxyConfig>& s) {
   s.field("kv_events_endpoints", &C::kv_events_endpoints,
           "KV-event streams: ENGINE=ZMQ_ENDPOINT per engine (host:port=tcp://host:port)")
       .each(valid_kv_events_pair);
+  s.field("kv_events_replay_endpoints", &C::kv_events_replay_endpoints,
+          "KV-event replay sockets: ENGINE=ZMQ_ENDPOINT per engine (vLLM's replay_endpoint)")
+      .each(valid_kv_events_pair);
   s.section("prefix_index", &C::prefix_index, describe_prefix_index);
   s.field("scheduler_tick", &C::scheduler_tick, "Scheduler pass period when idle")
       .range(10us, 100ms);
@@ -251,8 +257,13 @@ std::vector<NodeEntry> node_entries(const ProxyConfig& c) {
   for (const auto& text : c.kv_events_endpoints) {
     if (auto pair = kv_events_pair(text)) events[pair->first] = pair->second;
   }
+  std::unordered_map<std::string, std::string> replays;  // engine name → replay endpoint
+  for (const auto& text : c.kv_events_replay_endpoints) {
+    if (auto pair = kv_events_pair(text)) replays[pair->first] = pair->second;
+  }
   auto add = [&](Role role, const std::string& text, const std::string& group,
-                 std::optional<std::uint16_t> bootstrap, std::optional<std::string> kv_events) {
+                 std::optional<std::uint16_t> bootstrap, std::optional<std::string> kv_events,
+                 std::optional<std::string> replay = std::nullopt) {
     auto endpoint = http::Endpoint::parse(text);
     if (!endpoint) return;  // validated at load
     const std::string name = endpoint->to_string();
@@ -262,22 +273,28 @@ std::vector<NodeEntry> node_entries(const ProxyConfig& c) {
     if (!kv_events) {
       if (auto it = events.find(name); it != events.end()) kv_events = it->second;
     }
-    NodeEntry entry{NodeSpec{name, role, group}, endpoint->host, endpoint->port,
-                    bootstrap.value_or(c.bootstrap_port), kv_events};
+    NodeEntry entry{NodeSpec{name, role, group},          endpoint->host, endpoint->port,
+                    bootstrap.value_or(c.bootstrap_port), kv_events,      std::nullopt};
     entry.spec.kv_events = kv_events.has_value();
+    if (!replay) {
+      if (auto it = replays.find(name); it != replays.end()) replay = it->second;
+    }
+    entry.kv_events_replay_endpoint = kv_events ? replay : std::nullopt;
     entries.push_back(std::move(entry));
   };
   if (c.pd_mode != PdMode::kAggregated) {
     for (const auto& text : c.prefill_endpoints)
       add(Role::kPrefill, text, "", std::nullopt, std::nullopt);
     for (const auto& node : c.prefill_nodes) {
-      add(Role::kPrefill, node.endpoint, node.group, node.bootstrap_port, node.kv_events_endpoint);
+      add(Role::kPrefill, node.endpoint, node.group, node.bootstrap_port, node.kv_events_endpoint,
+          node.kv_events_replay_endpoint);
     }
   }
   for (const auto& text : c.decode_endpoints)
     add(Role::kDecode, text, "", std::nullopt, std::nullopt);
   for (const auto& node : c.decode_nodes) {
-    add(Role::kDecode, node.endpoint, node.group, std::nullopt, node.kv_events_endpoint);
+    add(Role::kDecode, node.endpoint, node.group, std::nullopt, node.kv_events_endpoint,
+        node.kv_events_replay_endpoint);
   }
   return entries;
 }

@@ -7,40 +7,58 @@
 namespace omni::proxy {
 namespace {
 
-constexpr auto kPoll = std::chrono::milliseconds(100);
 // A /metrics scrape waits this long for the master to copy the index's figures.
 constexpr auto kReportWait = std::chrono::milliseconds(200);
 
-std::uint64_t lost(const kvcache::ZmqSubscriberStats& s) {
-  return s.malformed + s.missing + s.overflowed;
-}
-
 }  // namespace
 
+// One engine's feed. Push mode: the subscriber's own thread decodes each batch and hands it to
+// the master (moved into the command, never copied); there is no second thread per engine and
+// no polling consumer.
 struct KvEventFeeds::Feed {
   std::string node;
   std::string endpoint;
+  std::optional<std::string> replay;
+  // Batches lost (by the subscriber, or refused by a full hand-over queue) not yet counted in
+  // the master: reported with the next successful hand-over.
+  std::atomic<std::uint64_t> unreported{0};
   std::unique_ptr<kvcache::ZmqEventSubscriber> subscriber;
-  std::atomic<bool> stopping{false};
-  std::thread thread;
 };
 
 KvEventFeeds::KvEventFeeds(Dispatcher& dispatcher) : dispatcher_(dispatcher) {}
 KvEventFeeds::~KvEventFeeds() { stop(); }
 
+void KvEventFeeds::hand_over(Feed& feed, kvcache::ReceivedBatch&& received) {
+  auto batch = std::make_shared<kvcache::ReceivedBatch>(std::move(received));
+  const bool posted = dispatcher_.post([node = feed.node, batch](Scheduler& s) {
+    s.apply_kv_events(node, batch->batch, batch->restart);
+  });
+  if (!posted) feed.unreported.fetch_add(1, std::memory_order_relaxed);
+  report_lost(feed);
+}
+
+void KvEventFeeds::report_lost(Feed& feed) {
+  const std::uint64_t lost = feed.unreported.exchange(0, std::memory_order_relaxed);
+  if (lost == 0) return;
+  const bool counted = dispatcher_.post(
+      [node = feed.node, lost](Scheduler& s) { s.count_kv_events_dropped(node, lost); });
+  if (!counted) feed.unreported.fetch_add(lost, std::memory_order_relaxed);
+}
+
 Status KvEventFeeds::follow(const std::vector<NodeEntry>& nodes) {
   std::lock_guard lock(mu_);
   auto wanted = [&](const Feed& feed) {
     for (const NodeEntry& n : nodes) {
-      if (n.spec.name == feed.node && n.kv_events_endpoint == feed.endpoint) return true;
+      if (n.spec.name == feed.node && n.kv_events_endpoint == feed.endpoint &&
+          n.kv_events_replay_endpoint == feed.replay) {
+        return true;
+      }
     }
     return false;
   };
   for (auto& feed : feeds_) {
     if (wanted(*feed)) continue;
-    feed->stopping = true;
     feed->subscriber->stop();
-    if (feed->thread.joinable()) feed->thread.join();
     feed.reset();
   }
   std::erase(feeds_, nullptr);
@@ -50,61 +68,37 @@ Status KvEventFeeds::follow(const std::vector<NodeEntry>& nodes) {
       return feed->node == n.spec.name && feed->endpoint == *n.kv_events_endpoint;
     });
     if (followed) continue;
+    auto feed = std::make_unique<Feed>();
+    feed->node = n.spec.name;
+    feed->endpoint = *n.kv_events_endpoint;
+    feed->replay = n.kv_events_replay_endpoint;
+    Feed* f = feed.get();
     kvcache::ZmqSubscriberConfig config;
     config.endpoint = *n.kv_events_endpoint;
+    config.replay_endpoint = n.kv_events_replay_endpoint;
+    config.on_batch = [this, f](kvcache::ReceivedBatch&& batch) {
+      hand_over(*f, std::move(batch));
+    };
+    config.on_lost = [f](std::uint64_t lost) {
+      f->unreported.fetch_add(lost, std::memory_order_relaxed);
+    };
     auto subscriber = kvcache::ZmqEventSubscriber::start(config);
     if (!subscriber) {
       return make_error(ErrorCode::kIo, "KV events of " + n.spec.name + " at " + config.endpoint +
                                             ": " + subscriber.error().message);
     }
-    auto feed = std::make_unique<Feed>();
-    feed->node = n.spec.name;
-    feed->endpoint = config.endpoint;
     feed->subscriber = std::move(*subscriber);
-    Feed& f = *feed;
-    feed->thread = std::thread([this, &f] { pump(f); });
     feeds_.push_back(std::move(feed));
-    log::get("proxy")->info("following the KV events of {} at {}", n.spec.name, config.endpoint);
+    log::get("proxy")->info(
+        "following the KV events of {} at {}{}", n.spec.name, config.endpoint,
+        config.replay_endpoint ? " (replay " + *config.replay_endpoint + ")" : "");
   }
   return {};
 }
 
-void KvEventFeeds::pump(Feed& feed) {
-  std::uint64_t lost_seen = 0;
-  std::uint64_t refused = 0;  // batches the hand-over queue had no room for, not yet reported
-  while (!feed.stopping.load()) {
-    auto received = feed.subscriber->next(kPoll);
-    const std::uint64_t lost_now = lost(feed.subscriber->stats());
-    std::uint64_t dropped = refused + (lost_now - lost_seen);
-    if (received) {
-      auto batch = std::make_shared<kvcache::ReceivedBatch>(std::move(*received));
-      const bool posted = dispatcher_.post([node = feed.node, batch](Scheduler& s) {
-        s.apply_kv_events(node, batch->batch, batch->restart);
-      });
-      if (!posted) dropped += 1;
-    }
-    refused = 0;
-    if (dropped == 0) {
-      lost_seen = lost_now;
-      continue;
-    }
-    const bool counted = dispatcher_.post(
-        [node = feed.node, dropped](Scheduler& s) { s.count_kv_events_dropped(node, dropped); });
-    if (counted) {
-      lost_seen = lost_now;
-    } else {
-      refused = dropped - (lost_now - lost_seen);  // try again on the next round
-    }
-  }
-}
-
 void KvEventFeeds::stop() {
   std::lock_guard lock(mu_);
-  for (auto& feed : feeds_) feed->stopping = true;
-  for (auto& feed : feeds_) {
-    feed->subscriber->stop();
-    if (feed->thread.joinable()) feed->thread.join();
-  }
+  for (auto& feed : feeds_) feed->subscriber->stop();
   feeds_.clear();
 }
 

@@ -1,8 +1,9 @@
 // Live feeds of the prefix index: each engine's KV events over ZeroMQ, handed to the master.
 //
-//   engine PUB ──▶ ZmqEventSubscriber (its own thread: decode, order, replay, count malformed)
-//                     │ next(timeout)
-//                  pump thread (one per engine) ──Dispatcher::post(fn)──▶ master context:
+//   engine PUB ──▶ ZmqEventSubscriber (its own thread: decode, order, replay of a gap through
+//   engine ROUTER ◀┘  the engine's replay socket, count malformed)
+//                     │ on_batch, on that thread (push mode: no second thread, no polling)
+//                     └──Dispatcher::post(fn, batch moved)──▶ master context:
 //                                                    Scheduler::apply_kv_events(node, batch)
 //
 // Batches the subscriber lost (malformed, gaps not recovered, overflow) and batches the
@@ -40,7 +41,8 @@ class KvEventFeeds {
 
  private:
   struct Feed;
-  void pump(Feed& feed);
+  void hand_over(Feed& feed, kvcache::ReceivedBatch&& batch);
+  void report_lost(Feed& feed);
 
   Dispatcher& dispatcher_;
   std::mutex mu_;

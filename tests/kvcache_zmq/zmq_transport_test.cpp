@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <zmq.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -117,8 +119,8 @@ TEST(ZmqTransport, PublisherAnswersReplayWithBufferedBatchesThenTerminator) {
         EXPECT_EQ(frames[2].size(), 0u);
         break;
       }
-      auto decoded = decode_batch(
-          {static_cast<const std::uint8_t*>(frames[2].data()), frames[2].size()});
+      auto decoded =
+          decode_batch({static_cast<const std::uint8_t*>(frames[2].data()), frames[2].size()});
       ASSERT_TRUE(decoded);
       EXPECT_EQ(first_hash(decoded->batch.events.empty() ? batch_with(99) : decoded->batch), seq);
       seqs.push_back(seq);
@@ -226,6 +228,48 @@ TEST(ZmqTransport, MalformedMessagesAreCountedAndDroppedAndRestartIsFlagged) {
   EXPECT_TRUE(b->restart);
   EXPECT_EQ((*sub)->stats().malformed, 3u);
   EXPECT_EQ((*sub)->stats().restarts, 1u);
+  EXPECT_FALSE((*sub)->next(10ms));
+}
+
+// Push mode (what omni-proxy's feeds use): batches arrive on the subscriber's own thread, in
+// order, replayed ones included; losses are reported as they happen; next() stays empty.
+TEST(ZmqTransport, PushModeHandsBatchesAndLossesToTheConsumerOnItsThread) {
+  RawPublisher raw;
+  std::mutex mu;
+  std::vector<std::uint64_t> seqs;
+  std::vector<std::thread::id> threads;
+  std::atomic<std::uint64_t> lost{0};
+  ZmqSubscriberConfig sc;
+  sc.endpoint = raw.endpoint();
+  sc.replay_endpoint = raw.replay_endpoint();
+  sc.on_batch = [&](ReceivedBatch&& b) {
+    const std::lock_guard lock(mu);
+    seqs.push_back(b.seq);
+    threads.push_back(std::this_thread::get_id());
+  };
+  sc.on_lost = [&](std::uint64_t n) { lost += n; };
+  auto sub = ZmqEventSubscriber::start(sc);
+  ASSERT_TRUE(sub);
+  raw.wait_for_subscriber();
+  raw.send_batch(0, 0);
+  raw.send_batch(3, 3);  // 1 and 2 lost; the replay socket recovers 1 only
+  raw.serve_replay({1});
+  raw.send({{}, seq_bytes(4), {0xc1}});  // malformed
+  raw.send_batch(5, 5);
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  for (;;) {
+    {
+      const std::lock_guard lock(mu);
+      if (seqs.size() >= 4) break;
+    }
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "batches did not arrive";
+    std::this_thread::sleep_for(5ms);
+  }
+  const std::lock_guard lock(mu);
+  EXPECT_EQ(seqs, (std::vector<std::uint64_t>{0, 1, 3, 5}));
+  for (const auto& t : threads) EXPECT_EQ(t, threads.front());
+  EXPECT_NE(threads.front(), std::this_thread::get_id());
+  EXPECT_EQ(lost.load(), 2u);  // seq 2 missing, seq 4 malformed
   EXPECT_FALSE((*sub)->next(10ms));
 }
 

@@ -10,12 +10,14 @@
 // sequence that goes back (publisher restart) is reported as a restart. Malformed messages
 // (wrong frame count, bad sequence frame, undecodable payload) are counted and dropped; the
 // subscriber never trusts its input. When the consumer falls behind, the oldest batches are
-// dropped and counted.
+// dropped and counted. With ZmqSubscriberConfig::on_batch set, batches are pushed to the consumer
+// from the subscriber thread instead (push mode).
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +28,8 @@
 
 namespace omni::kvcache {
 
+struct ReceivedBatch;
+
 struct ZmqSubscriberConfig {
   std::string endpoint;                        // the publisher's PUB endpoint (connected)
   std::optional<std::string> replay_endpoint;  // its ROUTER endpoint; no replay when absent
@@ -33,6 +37,12 @@ struct ZmqSubscriberConfig {
   std::size_t max_queue = 10000;               // batches waiting for next()
   Duration replay_timeout = std::chrono::seconds(2);
   DecodeLimits limits;
+  // Push mode: every batch is handed to on_batch on the subscriber thread, in order, instead of
+  // queueing for next() (one thread per feed, no polling consumer). on_lost then hears of every
+  // batch lost (malformed, missing after a gap); it may be called with 0 never. Both must not
+  // block for long: they delay the subscriber.
+  std::function<void(ReceivedBatch&&)> on_batch;
+  std::function<void(std::uint64_t lost)> on_lost;
 };
 
 struct ReceivedBatch {
@@ -49,7 +59,7 @@ struct ZmqSubscriberStats {
   std::uint64_t missing = 0;    // batches lost for good (not recovered by replay)
   std::uint64_t replayed = 0;   // batches recovered by replay
   std::uint64_t restarts = 0;
-  std::uint64_t overflowed = 0; // dropped because the queue was full
+  std::uint64_t overflowed = 0;  // dropped because the queue was full
 };
 
 class ZmqEventSubscriber {

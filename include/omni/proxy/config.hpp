@@ -44,6 +44,7 @@ struct NodeConfig {
   std::string group;                              // PD group; empty: pairs with any
   std::optional<std::uint16_t> bootstrap_port;    // SGLang bootstrap (prefill, parallel mode)
   std::optional<std::string> kv_events_endpoint;  // ZeroMQ PUB endpoint of its KV events
+  std::optional<std::string> kv_events_replay_endpoint;  // its ROUTER replay socket (vLLM's)
 };
 
 struct PrefixIndexConfig {
@@ -116,7 +117,8 @@ struct ProxyConfig {
   // Chat requests go to the engines as completions of the proxy's rendered, tokenized template
   // (docs/chat-convert.md); needs tokenizer. Off for engines with a reasoning or tool parser.
   bool chat_to_completions = false;
-  std::vector<std::string> kv_events_endpoints;  // "host:port=tcp://host:port", per engine
+  std::vector<std::string> kv_events_endpoints;         // "host:port=tcp://host:port", per engine
+  std::vector<std::string> kv_events_replay_endpoints;  // the same form: replay sockets
   PrefixIndexConfig prefix_index;
   Duration scheduler_tick = 1ms;
   LimitsConfig limits;
@@ -146,6 +148,7 @@ struct NodeEntry {
   std::uint16_t port = 0;
   std::uint16_t bootstrap_port = 8998;
   std::optional<std::string> kv_events_endpoint;
+  std::optional<std::string> kv_events_replay_endpoint;
 };
 // Flag endpoints and YAML nodes together. In aggregated mode only the decode pool is used.
 std::vector<NodeEntry> node_entries(const ProxyConfig& config);
