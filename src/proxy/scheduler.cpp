@@ -205,6 +205,7 @@ void Scheduler::fill_candidates(const Ticket& ticket) {
     c.running = s.engine.running;
     c.waiting = s.engine.waiting;
     c.kv_usage = s.engine.kv_usage;
+    c.dispatched = s.dispatched;
     if (stage == sched::Stage::kDecode && ticket.prefill_node && options_.transfer) {
       c.kv_transfer_seconds =
           options_.transfer->seconds(ticket.prompt_tokens, *ticket.prefill_node, s.id);

@@ -46,6 +46,7 @@ struct Candidate {
   // Decode stage in PD: seconds to move this request's KV from its prefill node here (0 where
   // the caller models no per-pair difference).
   double kv_transfer_seconds = 0.0;
+  std::uint64_t dispatched = 0;  // requests the gateway sent this node so far (tie-breaking)
 };
 
 // What counts as a long prompt for Candidate::queued_long_prefills: an uncached part of at

@@ -119,7 +119,10 @@ class Omni final : public PlacementPolicy {
     const bool all_over = std::all_of(candidates.begin(), candidates.end(),
                                       [&](const Candidate& c) { return decode_over(c, tuning_); });
     if (all_over && request.decode_may_wait) return std::nullopt;
-    return argmin(candidates, [&](const Candidate& c) { return decode_cost(c, tuning_); });
+    // Equal costs (an idle pool) go to the node that took the fewest so far, not always the first.
+    return argmin(candidates, [&](const Candidate& c) {
+      return std::pair(decode_cost(c, tuning_), c.dispatched);
+    });
   }
 
   // Hold at the gateway only when every node already has more queued work than the bound;
@@ -162,9 +165,15 @@ class Omni final : public PlacementPolicy {
     std::optional<std::size_t> best;
     for (std::size_t i = 0; i < candidates.size(); ++i) {
       if (finish_[i] > best_finish + 1e-9) continue;
-      if (!best || candidates[i].matched_tokens > candidates[*best].matched_tokens) best = i;
+      if (!best || deeper_or_fresher(candidates[i], candidates[*best])) best = i;
     }
     return best;
+  }
+  // Among equal finishes: the deeper match, then the node that took the fewest requests so far
+  // (ties always to the first node would pile every isolated request onto one engine).
+  static bool deeper_or_fresher(const Candidate& a, const Candidate& b) {
+    if (a.matched_tokens != b.matched_tokens) return a.matched_tokens > b.matched_tokens;
+    return a.dispatched < b.dispatched;
   }
   // A node's queued prefill work in uncached-token equivalents: the uncached tokens, plus what
   // the cached context of those prompts still costs (attention reads it), plus a fixed cost per
