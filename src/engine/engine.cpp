@@ -112,7 +112,7 @@ void Engine::Impl::commit_full_blocks(EngineSeq& s, std::uint32_t upto_tokens) {
   if (!caching()) return;
   const std::uint32_t bs = config.block_size;
   const std::uint32_t full =
-      std::min({std::min(upto_tokens, s.prompt) / bs, s.num_hashes, s.num_blocks});
+      std::min({std::min(upto_tokens, s.known_tokens()) / bs, s.num_hashes, s.num_blocks});
   if (full <= s.stored_blocks) return;
   const EngineSeqData& d = data_of(s);
   const bool emit = config.emit_kv_events;
@@ -264,7 +264,18 @@ double Engine::step_seconds(const StepPlan& plan) const {
   return impl_->cost.step_seconds(shape);
 }
 
-StepOutputs Engine::complete(const StepPlan& plan) { return impl_->complete(plan); }
+StepOutputs Engine::complete(const StepPlan& plan) { return impl_->complete(plan, nullptr); }
+
+StepOutputs Engine::complete(const StepPlan& plan, const ExecutedStep& executed) {
+  return impl_->complete(plan, executed.decided ? &executed : nullptr);
+}
+
+std::span<const BlockId> Engine::blocks(SeqId id) const {
+  const Impl& e = *impl_;
+  const std::uint32_t slot = e.index.find(id);
+  if (slot == U64Map::kNone) return {};
+  return e.data[slot].blocks;
+}
 
 Engine::Stable Engine::stable_decode_run(std::uint32_t max_steps) const {
   return impl_->stable_decode_run(max_steps, std::numeric_limits<double>::infinity());

@@ -16,6 +16,7 @@
 #include "omni/common/random.hpp"
 #include "omni/engine/block_pool.hpp"
 #include "omni/engine/engine.hpp"
+#include "omni/engine/step_executor.hpp"
 #include "omni/engine/u64_map.hpp"
 
 namespace omni::engine {
@@ -116,7 +117,8 @@ struct Engine::Impl {
   // vLLM's PrefixCacheStats.record() for `times` lookups of `s` that found `hit_blocks`:
   // counted (prefix_cache_queries/hits) only with caching on and for never-preempted requests.
   void record_lookup(const EngineSeq& s, std::uint32_t hit_blocks, std::uint64_t times = 1);
-  // Registers the prompt's blocks that are full once `upto_tokens` are computed and emits
+  // Registers the blocks of known tokens (the prompt's; with an executor's hashes also
+  // generated ones) that are full once `upto_tokens` are computed and emits
   // BlockStored for them.
   void commit_full_blocks(EngineSeq& s, std::uint32_t upto_tokens);
 
@@ -137,9 +139,14 @@ struct Engine::Impl {
   void preempt(std::uint32_t slot, StepPlan& plan);
 
   // stepper.cpp
-  StepOutputs complete(const StepPlan& plan);
+  // `executed` (may be null: the engine model decides) gives each sequence's outcome.
+  StepOutputs complete(const StepPlan& plan, const ExecutedStep* executed);
   std::uint32_t slot_of(const StepPlan& plan, std::size_t k) const;
   void apply(EngineSeq& s, SeqOutput& o);
+  // executed.cpp: apply() with the executor's outcome; the request's known tokens grow by
+  // what it produced (their values and new block hashes recorded for the prefix cache).
+  void apply_executed(EngineSeq& s, const ExecutedSeq& x, SeqOutput& o);
+  static const ExecutedSeq* find_executed(const ExecutedStep& executed, std::size_t k, SeqId id);
   std::uint32_t accept_drafts(SeededRandom& rng_state, std::uint32_t drafts) const;
   std::uint32_t stable_limit(std::uint32_t max_steps) const;
   Stable stable_decode_run(std::uint32_t max_steps, double horizon_s) const;

@@ -69,7 +69,9 @@ bool Engine::Impl::schedule_running(std::size_t i, std::uint32_t& budget, StepPl
     preempt(victim, plan);
     if (victim == slot) return false;
   }
-  if (!s.decoding) commit_full_blocks(s, s.computed + n);  // decodes add no prompt blocks
+  // Decodes add no prompt blocks; a real engine's decodes fill blocks of generated tokens
+  // (their hashes come with ExecutedSeq), cached once this step computes them, as vLLM does.
+  if (!s.decoding || s.num_hashes > s.stored_blocks) commit_full_blocks(s, s.computed + n);
   s.sched_tokens = n;
   s.sched_drafts = drafts;
   s.sched_decode = s.decoding;

@@ -53,7 +53,7 @@ void Engine::Impl::apply(EngineSeq& s, SeqOutput& o) {
   }
 }
 
-StepOutputs Engine::Impl::complete(const StepPlan& plan) {
+StepOutputs Engine::Impl::complete(const StepPlan& plan, const ExecutedStep* executed) {
   StepOutputs out;
   out.events.swap(pending_events);
   out.outputs.reserve(plan.seqs.size());
@@ -67,9 +67,14 @@ StepOutputs Engine::Impl::complete(const StepPlan& plan) {
     if (slot == U64Map::kNone) continue;  // aborted since schedule()
     EngineSeq& s = slots[slot];
     if (s.state != EngineSeqState::kRunning || s.sched_tokens == 0) continue;
+    const ExecutedSeq* x = executed ? find_executed(*executed, k, s.id) : nullptr;
     SeqOutput& o = out.outputs.emplace_back();
     outstanding_prefill -= prefill_debt(s);
-    apply(s, o);
+    if (x != nullptr) {
+      apply_executed(s, *x, o);
+    } else {
+      apply(s, o);
+    }
     if (o.finish == FinishReason::kNone) {
       outstanding_prefill += prefill_debt(s);
       continue;

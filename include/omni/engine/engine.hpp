@@ -18,10 +18,12 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "omni/common/result.hpp"
+#include "omni/engine/block_pool.hpp"
 #include "omni/engine/cost_model.hpp"
 #include "omni/kvcache/kv_events.hpp"
 
@@ -99,6 +101,8 @@ struct StepOutputs {
   std::vector<kvcache::KVEvent> events;  // when EngineConfig::emit_kv_events
 };
 
+struct ExecutedStep;  // step_executor.hpp
+
 struct EngineStats {
   std::uint32_t num_running = 0;
   std::uint32_t num_waiting = 0;
@@ -131,6 +135,16 @@ class Engine {
   StepPlan schedule();
   double step_seconds(const StepPlan& plan) const;
   StepOutputs complete(const StepPlan& plan);
+  // The same for a step executed outside the engine model (step_executor.hpp): with
+  // `executed.decided`, each sequence gains 1 + its accepted drafts (decodes) or its sampled
+  // token (a prompt's last chunk), stops where the executor says, and its new block hashes
+  // extend its prefix-cache chain (decode-time blocks are cached and announced as vLLM's are).
+  // Without it, this is complete(plan).
+  StepOutputs complete(const StepPlan& plan, const ExecutedStep& executed);
+  // The blocks holding a request's KV, in token order (block i holds tokens [i*B, (i+1)*B)),
+  // valid until the next schedule(), complete() or abort(); empty for an unknown request or
+  // one without blocks. A real KV cache uses the block ids as its page indices.
+  std::span<const BlockId> blocks(SeqId id) const;
 
   // Fast path for simulators: when the batch will not change for k steps (only decodes, nothing
   // waiting that could be admitted, nobody finishing or needing a new block before step k),
