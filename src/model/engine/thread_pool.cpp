@@ -18,6 +18,8 @@ constexpr int kSpins = 20000;  // ~tens of microseconds before sleeping
 }  // namespace
 
 ThreadPool::ThreadPool(int threads, bool pin) {
+  for (auto& g : group_work_) g.store(0);
+  for (auto& b : group_begin_) b.store(0);
   const int n = std::max(1, threads);
   const int cpus = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   if (pin) pin_to(0);
@@ -49,6 +51,54 @@ void ThreadPool::drain(std::uint32_t job, int worker) {
   }
 }
 
+bool ThreadPool::serves(int worker, int group, int groups) const noexcept {
+  const int w = workers();
+  if (w >= groups) return worker * groups / w == group;
+  return group * w / groups == worker;
+}
+
+void ThreadPool::drain_groups(std::uint32_t job, int worker) {
+  const int groups = groups_.load(std::memory_order_relaxed);
+  for (int g = 0; g < groups; ++g) {
+    if (!serves(worker, g, groups)) continue;
+    std::atomic<std::uint64_t>& counter = group_work_[g];
+    for (;;) {
+      std::uint64_t w = counter.load(std::memory_order_acquire);
+      if (static_cast<std::uint32_t>(w >> 32) != job) break;
+      const int first = group_begin_[g].load(std::memory_order_relaxed);
+      const int count = group_begin_[g + 1].load(std::memory_order_relaxed) - first;
+      const auto index = static_cast<int>(w & 0xffffffffU);
+      if (index >= count) break;
+      if (!counter.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel)) continue;
+      invoke_.load(std::memory_order_relaxed)(ctx_.load(std::memory_order_relaxed), first + index,
+                                              worker);
+      remaining_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+  }
+}
+
+void ThreadPool::dispatch_groups(std::span<const int> group_begin, Invoke invoke, void* ctx) {
+  const int groups = std::min(kMaxGroups, static_cast<int>(group_begin.size()) - 1);
+  const std::uint32_t job = job_.load(std::memory_order_relaxed) + 1;
+  for (int g = 0; g <= groups; ++g) {
+    group_begin_[g].store(group_begin[static_cast<std::size_t>(g)], std::memory_order_relaxed);
+  }
+  for (int g = 0; g < groups; ++g) {
+    group_work_[g].store(static_cast<std::uint64_t>(job) << 32, std::memory_order_relaxed);
+  }
+  groups_.store(groups, std::memory_order_relaxed);
+  invoke_.store(invoke, std::memory_order_relaxed);
+  ctx_.store(ctx, std::memory_order_relaxed);
+  remaining_.store(group_begin_[groups].load(std::memory_order_relaxed), std::memory_order_relaxed);
+  tasks_.store(0, std::memory_order_relaxed);
+  work_.store(static_cast<std::uint64_t>(job) << 32, std::memory_order_release);
+  job_.store(job, std::memory_order_release);
+  job_.notify_all();
+  drain_groups(job, 0);
+  while (remaining_.load(std::memory_order_acquire) != 0) __builtin_ia32_pause();
+  groups_.store(0, std::memory_order_relaxed);
+}
+
 void ThreadPool::worker_loop(int worker) {
   std::uint32_t seen = 0;
   for (;;) {
@@ -63,12 +113,17 @@ void ThreadPool::worker_loop(int worker) {
     }
     seen = now;
     if (stop_.load()) return;
-    drain(now, worker);
+    if (groups_.load(std::memory_order_acquire) > 0) {
+      drain_groups(now, worker);
+    } else {
+      drain(now, worker);
+    }
   }
 }
 
 void ThreadPool::dispatch(int tasks, Invoke invoke, void* ctx) {
   const std::uint32_t job = job_.load(std::memory_order_relaxed) + 1;
+  groups_.store(0, std::memory_order_relaxed);
   tasks_.store(tasks, std::memory_order_relaxed);
   invoke_.store(invoke, std::memory_order_relaxed);
   ctx_.store(ctx, std::memory_order_relaxed);
