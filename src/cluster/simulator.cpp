@@ -115,12 +115,13 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
   Simulation(const ClusterConfig& config, const engine::CostModel& prefill_cost,
              const engine::CostModel& decode_cost, RequestSource& source,
              std::unique_ptr<sched::PlacementPolicy> policy, const RecordSink& sink,
-             const DecisionSink& decision_sink)
+             const DecisionSink& decision_sink, const GatewayInputSink& inputs)
       : config_(config),
         decode_cost_(decode_cost),
         source_(source),
         sink_(sink),
         decision_sink_(decision_sink),
+        inputs_(inputs),
         policy_name_(policy->name()),
         core_(clock_, gateway_options(config, *this, *this), std::move(policy)) {
     instances_.reserve(config.prefill_instances + config.decode_instances);
@@ -134,6 +135,12 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
                                    decode_cost));
     }
     core_.set_nodes(nodes);  // ids 0.. in this order: an instance's slot is its node id
+    if (inputs_) {
+      GatewayInput in;
+      in.kind = GatewayInput::Kind::kSetNodes;
+      in.nodes = nodes;
+      inputs_(in);
+    }
     result_.policy = policy_name_;
     label_timeline();
   }
@@ -148,6 +155,7 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
     while (!events_.empty()) {
       const Event event = events_.top();
       events_.pop();
+      if (!periodic(event.kind)) --pending_work_;
       now_ = event.t;
       clock_.set(at_seconds(now_));
       ++result_.events;
@@ -230,7 +238,12 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
     }
   }
 
+  static bool periodic(EventKind kind) {
+    return kind == EventKind::kSample || kind == EventKind::kScrape;
+  }
+
   void push(double t, EventKind kind, std::uint64_t subject, std::uint64_t version = 0) {
+    if (!periodic(kind)) ++pending_work_;
     events_.push(Event{t, kind, next_seq_++, subject, version});
   }
 
@@ -270,7 +283,6 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
     if (pulled_ == 1) first_arrival_ = at;
     last_arrival_ = at;
     next_request_ = std::move(*request);
-    arrival_pending_ = true;
     push(at, EventKind::kArrival, next_request_.id);
   }
 
@@ -280,11 +292,11 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
   }
   bool aggregated() const { return config_.prefill_instances == 0; }
 
-  // Requests in flight or still to arrive: the periodic events (samples, scrapes) keep going.
-  bool work_left() const { return !flights_.empty() || arrival_pending_; }
+  // The periodic events (samples, scrapes) keep going while anything else can still happen: a
+  // request stuck where nothing will ever move it (an engine that cannot admit it) ends the run.
+  bool work_left() const { return pending_work_ > 0; }
 
   void on_arrival() {
-    arrival_pending_ = false;
     const ClusterRequest request = std::move(next_request_);
     pull_arrival();
     Flight flight;
@@ -322,6 +334,13 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
       ticket.group = flight.group;
       ticket.prefill_node = static_cast<std::uint32_t>(flight.prefill);
     }
+    if (inputs_) {
+      GatewayInput in;
+      in.kind = GatewayInput::Kind::kSubmit;
+      in.t = now_;
+      in.ticket = ticket;
+      inputs_(in);
+    }
     if (Status submitted = core_.submit(std::move(ticket)); !submitted) {
       auto it = flights_.find(id);
       fail(id, it->second, submitted.error().message, "rejected");
@@ -338,6 +357,13 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
       gateway_dirty_ = false;
       decisions_.clear();
       core_.schedule(decisions_);
+      if (inputs_) {
+        GatewayInput in;
+        in.kind = GatewayInput::Kind::kSchedule;
+        in.t = now_;
+        in.decisions = decisions_;
+        inputs_(in);
+      }
       for (Decision& decision : decisions_) on_decision(decision);
     }
     const auto next = core_.next_deadline();
@@ -395,6 +421,14 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
 
   void release(std::optional<Lease>& lease, Outcome outcome) {
     if (!lease) return;
+    if (inputs_) {
+      GatewayInput in;
+      in.kind = GatewayInput::Kind::kRelease;
+      in.t = now_;
+      in.lease = *lease;
+      in.outcome = outcome;
+      inputs_(in);
+    }
     core_.release(*lease, outcome);
     lease.reset();
     gateway_dirty_ = true;
@@ -457,7 +491,7 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
     batch.events = std::move(events);
     const std::size_t slot = slot_of(instance);
     if (config_.kv_event_delay_s <= 0) {
-      core_.apply_kv_events(static_cast<std::uint32_t>(slot), batch);
+      apply_kv_events(static_cast<std::uint32_t>(slot), batch);
       return;
     }
     instance.kv_in_flight.emplace_back(now_ + config_.kv_event_delay_s, std::move(batch));
@@ -467,15 +501,35 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
   void on_kv_events(std::uint64_t slot) {
     Instance& instance = instances_[slot];
     while (!instance.kv_in_flight.empty() && instance.kv_in_flight.front().first <= now_) {
-      core_.apply_kv_events(static_cast<std::uint32_t>(slot), instance.kv_in_flight.front().second);
+      apply_kv_events(static_cast<std::uint32_t>(slot), instance.kv_in_flight.front().second);
       instance.kv_in_flight.pop_front();
     }
   }
 
+  void apply_kv_events(std::uint32_t node, const kvcache::KVEventBatch& batch) {
+    if (inputs_) {
+      GatewayInput in;
+      in.kind = GatewayInput::Kind::kKvEvents;
+      in.t = now_;
+      in.node = node;
+      in.batch = batch;
+      inputs_(in);
+    }
+    core_.apply_kv_events(node, batch);
+  }
+
   void report_load(const Instance& instance) {
-    core_.report_engine_load(
-        static_cast<std::uint32_t>(slot_of(instance)),
-        proxy::EngineLoad{instance.running, instance.waiting, instance.kv_usage});
+    const proxy::EngineLoad load{instance.running, instance.waiting, instance.kv_usage};
+    const auto node = static_cast<std::uint32_t>(slot_of(instance));
+    if (inputs_) {
+      GatewayInput in;
+      in.kind = GatewayInput::Kind::kEngineLoad;
+      in.t = now_;
+      in.node = node;
+      in.load = load;
+      inputs_(in);
+    }
+    core_.report_engine_load(node, load);
   }
 
   // As omni-proxy's health checker: every engine's own load, once per interval.
@@ -618,7 +672,16 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
       flight.first_token = now_;
       if (aggregated()) {  // the prefill part of a whole request ends with its first token
         flight.cached = output.num_cached_tokens;
-        if (flight.decode_lease) core_.first_token(*flight.decode_lease);
+        if (flight.decode_lease) {
+          if (inputs_) {
+            GatewayInput in;
+            in.kind = GatewayInput::Kind::kFirstToken;
+            in.t = now_;
+            in.lease = *flight.decode_lease;
+            inputs_(in);
+          }
+          core_.first_token(*flight.decode_lease);
+        }
         gateway_dirty_ = true;
       }
     } else if (steps == 1) {
@@ -756,6 +819,7 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
   RequestSource& source_;
   const RecordSink& sink_;
   const DecisionSink& decision_sink_;
+  const GatewayInputSink& inputs_;
   std::string policy_name_;
   ManualClock clock_;
   proxy::Scheduler core_;  // the gateway: the very object omni-proxy runs
@@ -765,7 +829,7 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
   std::unordered_map<std::uint64_t, Flight> flights_;
   std::vector<Decision> decisions_;  // reused by every gateway pass
   bool gateway_dirty_ = false;       // something the gateway should look at happened
-  bool arrival_pending_ = false;     // next_request_ is pulled, its arrival not yet handled
+  std::uint64_t pending_work_ = 0;   // queued events other than samples and scrapes
   double wake_at_ = -1.0;            // a pending kGatewayWake, if any
   std::priority_queue<Event, std::vector<Event>, LaterFirst> events_;
   ClusterRequest next_request_;
@@ -801,10 +865,11 @@ double ClusterResult::prefix_cache_hit_rate() const {
 Result<ClusterResult> simulate(const ClusterConfig& config, const engine::CostModel& prefill_cost,
                                const engine::CostModel& decode_cost, RequestSource& source,
                                std::unique_ptr<sched::PlacementPolicy> policy,
-                               const RecordSink& sink, const DecisionSink& decisions) {
+                               const RecordSink& sink, const DecisionSink& decisions,
+                               const GatewayInputSink& inputs) {
   if (!policy) return make_error(ErrorCode::kInvalidArgument, "no gateway policy");
   Simulation simulation(config, prefill_cost, decode_cost, source, std::move(policy), sink,
-                        decisions);
+                        decisions, inputs);
   return simulation.run();
 }
 

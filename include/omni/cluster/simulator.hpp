@@ -152,11 +152,38 @@ struct GatewayDecision {
 };
 using DecisionSink = std::function<void(const GatewayDecision&)>;
 
+// Every call the simulator makes into the gateway core, in order, with the virtual time it was
+// made at: replayed on a fresh core (the differential test), it must give the very decisions the
+// simulation got, which shows the simulator adds no decision of its own.
+struct GatewayInput {
+  enum class Kind : std::uint8_t {
+    kSetNodes,
+    kSubmit,
+    kSchedule,
+    kRelease,
+    kFirstToken,
+    kKvEvents,
+    kEngineLoad
+  };
+  Kind kind = Kind::kSchedule;
+  double t = 0.0;
+  std::vector<proxy::NodeSpec> nodes;  // kSetNodes
+  proxy::Ticket ticket;                // kSubmit
+  proxy::Lease lease;                  // kRelease, kFirstToken
+  proxy::Outcome outcome = proxy::Outcome::kSuccess;
+  std::uint32_t node = 0;                  // kKvEvents, kEngineLoad
+  kvcache::KVEventBatch batch;             // kKvEvents
+  proxy::EngineLoad load;                  // kEngineLoad
+  std::vector<proxy::Decision> decisions;  // kSchedule: what the core decided
+};
+using GatewayInputSink = std::function<void(const GatewayInput&)>;
+
 // Runs the whole source through the cluster. The cost model and engine configs are copied into
 // every instance; `policy` is the gateway core's (make it with sched::make_placement_policy).
 Result<ClusterResult> simulate(const ClusterConfig& config, const engine::CostModel& prefill_cost,
                                const engine::CostModel& decode_cost, RequestSource& source,
                                std::unique_ptr<sched::PlacementPolicy> policy,
-                               const RecordSink& sink = {}, const DecisionSink& decisions = {});
+                               const RecordSink& sink = {}, const DecisionSink& decisions = {},
+                               const GatewayInputSink& inputs = {});
 
 }  // namespace omni::cluster
