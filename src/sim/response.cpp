@@ -68,9 +68,9 @@ std::string format_response(const ResponseContext& ctx, std::span<const Choice> 
     if (k) out += ',';
     out += "{\"index\":" + std::to_string(c.index) + ',';
     if (ctx.endpoint == Endpoint::kCompletions) {
-      out += "\"text\":" + json_quote(c.text) +
-             ",\"logprobs\":null,\"finish_reason\":" + finish_json(c.finish_reason) +
-             ",\"stop_reason\":";
+      out += "\"text\":" + json_quote(c.text) + ",\"logprobs\":";
+      out += c.logprobs;
+      out += ",\"finish_reason\":" + finish_json(c.finish_reason) + ",\"stop_reason\":";
       out += c.stop_reason;
       out += ",\"token_ids\":";
       append_ids(out, c.token_ids, ids.enabled);
@@ -80,8 +80,9 @@ std::string format_response(const ResponseContext& ctx, std::span<const Choice> 
     } else {
       out += "\"message\":{\"role\":\"assistant\",\"content\":" + json_quote(c.text) +
              ",\"refusal\":null,\"annotations\":null,\"audio\":null,\"function_call\":null,"
-             "\"tool_calls\":[],\"reasoning\":null},\"logprobs\":null,\"finish_reason\":" +
-             finish_json(c.finish_reason) + ",\"stop_reason\":";
+             "\"tool_calls\":[],\"reasoning\":null},\"logprobs\":";
+      out += c.logprobs;
+      out += ",\"finish_reason\":" + finish_json(c.finish_reason) + ",\"stop_reason\":";
       out += c.stop_reason;
       out += ",\"token_ids\":";
       append_ids(out, c.token_ids, ids.enabled);
@@ -117,16 +118,17 @@ std::string format_chunk(const ResponseContext& ctx, const Choice& c,
   append_head(out, ctx, true);
   out += ",\"choices\":[{\"index\":" + std::to_string(c.index) + ',';
   if (ctx.endpoint == Endpoint::kCompletions) {
-    out += "\"text\":" + json_quote(c.text) +
-           ",\"logprobs\":null,\"finish_reason\":" + finish_json(c.finish_reason) +
-           ",\"stop_reason\":";
+    out += "\"text\":" + json_quote(c.text) + ",\"logprobs\":";
+    out += c.logprobs;
+    out += ",\"finish_reason\":" + finish_json(c.finish_reason) + ",\"stop_reason\":";
     out += c.finish_reason.empty() ? std::string_view("null") : c.stop_reason;
     out += ",\"prompt_token_ids\":";
     append_ids(out, ids.prompt, ids.enabled);
     out += ",\"token_ids\":";
   } else {
-    out += "\"delta\":{\"content\":" + json_quote(c.text) +
-           "},\"logprobs\":null,\"finish_reason\":" + finish_json(c.finish_reason);
+    out += "\"delta\":{\"content\":" + json_quote(c.text) + "},\"logprobs\":";
+    out += c.logprobs;
+    out += ",\"finish_reason\":" + finish_json(c.finish_reason);
     if (!c.finish_reason.empty()) {
       out += ",\"stop_reason\":";
       out += c.stop_reason;

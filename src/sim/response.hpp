@@ -50,6 +50,7 @@ struct Choice {
   std::string_view finish_reason;            // empty: null (still generating)
   std::string_view stop_reason = "null";     // raw JSON: null, the stop string, or the token id
   std::span<const std::uint32_t> token_ids;  // written only when TokenIds::enabled
+  std::string_view logprobs = "null";        // raw JSON: the choice's logprobs object
 };
 
 // A complete non-streaming response. `kv_transfer_params_json` is raw JSON ("null" if none).
