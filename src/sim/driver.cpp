@@ -296,7 +296,11 @@ void EngineDriver::step() {
   if (metrics_) metrics_->on_step(plan.total_prefill_tokens + plan.num_decode_seqs);
   dispatch(out, plan, end);
   if (!out.events.empty() && sink_) sink_(std::move(out.events));
+  // /metrics reflects the step before any handler answers from it: a client that has its
+  // answer never reads a gauge from before it.
   publish_gauges();
+  for (Notice& n : notices_) n.channel->update(n.tokens, n.cached, n.finish);
+  notices_.clear();
 }
 
 void EngineDriver::dispatch(const engine::StepOutputs& out, const engine::StepPlan&, double end) {
@@ -321,12 +325,10 @@ void EngineDriver::dispatch(const engine::StepOutputs& out, const engine::StepPl
       t.last_token = end;
     }
     t.output_tokens = o.total_output_tokens;
-    // Book-keeping first (held KV registered), then the handler hears of it: a decode instance
-    // told about the params must find the KV held.
-    auto channel = t.channel;
-    const std::uint32_t tokens = t.output_tokens, cached = t.cached_tokens;
+    // Book-keeping first (held KV registered), then the handler hears of it (step() sends the
+    // notices): a decode instance told about the params must find the KV held.
+    notices_.push_back({t.channel, t.output_tokens, t.cached_tokens, o.finish});
     if (o.finish != FinishReason::kNone) finish(o.id, o.finish, end);
-    channel->update(tokens, cached, o.finish);
   }
 }
 

@@ -147,6 +147,12 @@ class EngineDriver {
   std::thread thread_;
 
   // Driver thread only.
+  struct Notice {
+    std::shared_ptr<RequestChannel> channel;
+    std::uint32_t tokens, cached;
+    engine::FinishReason finish;
+  };
+  std::vector<Notice> notices_;  // one step's progress, sent after its book-keeping and gauges
   std::unordered_map<engine::SeqId, std::unique_ptr<Tracked>> tracked_;
   std::multimap<double, std::pair<Submission, std::shared_ptr<RequestChannel>>> transfers_;
 };

@@ -185,6 +185,9 @@ TEST(EngineDriver, AbortFreesAHoldAndTheGaugesFollowOnAnIdleEngine) {
   auto channel = driver.submit(prefill_only("cmpl-c-0"), io.get_executor());
   ASSERT_TRUE(channel);
   EXPECT_EQ(run_to_end(io, *channel).finish, engine::FinishReason::kPrefillDone);
+  // The gauges were published before the handler heard of the finish.
+  EXPECT_EQ(driver.gauges().held, 1);
+  EXPECT_GT(driver.gauges().kv_cache_usage, 0.0);
   driver.abort((*channel)->id);  // the client went away before reading the params
   EXPECT_TRUE(
       eventually([&] { return driver.gauges().kv_cache_usage == 0 && driver.gauges().held == 0; }));
