@@ -1,9 +1,10 @@
 // omni-serve: the CPU inference engine's binary. Thin: parses flags (omni_config) and calls the
-// library (omni_model, omni_model_serve). See docs/engine.md.
+// library (omni_model, omni_serve). See docs/engine.md.
 //
 //   omni-serve make-model --arch deepseek_v3 --preset tiny --seed 1 [--dtype f32] [--gguf f32,q8_0]
 //   OUT omni-serve run MODEL --prompt TEXT | --prompt-tokens 1,2,3 --max-tokens N [--threads N]
-//   omni-serve MODEL --host H --port P --threads N      (or: omni-serve serve MODEL ...)
+//   omni-serve MODEL [vLLM's flags: --port, --max-num-seqs, --speculative-config, ...]
+//                                                        (or: omni-serve serve MODEL ...)
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 
@@ -15,11 +16,13 @@
 #include <sstream>
 
 #include "omni/config/cli.hpp"
+#include "omni/log/log.hpp"
 #include "omni/model/blas_env.hpp"
 #include "omni/model/engine.hpp"
 #include "omni/model/generate.hpp"
 #include "omni/model/make_model.hpp"
-#include "omni/model/serve.hpp"
+#include "omni/serve/config.hpp"
+#include "omni/serve/service.hpp"
 #include "omni/tokenizer/tokenizer.hpp"
 
 namespace {
@@ -77,12 +80,6 @@ struct RunConfig : EngineFlags {
   std::string logprobs_out;  // write the prompt's top log-probabilities here (JSON) and exit
   int logprobs_top = 20;
   bool json = false;
-};
-
-struct ServeConfig : EngineFlags {
-  std::string host = "127.0.0.1";
-  int port = 8000;
-  std::string served_model_name;
 };
 
 struct MakeConfig {
@@ -364,51 +361,64 @@ int run(int argc, char** argv) {
   return 0;
 }
 
+omni::log::LogOptions log_options(const omni::config::LogConfig& cfg) {
+  omni::log::LogOptions options;
+  options.level = cfg.level;
+  options.format = cfg.format;
+  options.file = cfg.file.value_or("");
+  return options;
+}
+
 int serve(int argc, char** argv, int model_index) {
-  Schema<ServeConfig> s;
-  describe_engine(s);
-  s.field("host", &ServeConfig::host, "Address to listen on").non_empty();
-  s.field("port", &ServeConfig::port, "TCP port (0: a free one, printed)").range(0, 65535);
-  s.field("served_model_name", &ServeConfig::served_model_name,
-          "Model name the API uses; default the directory/file name");
+  omni::config::Schema<omni::serve::ServeConfig> s;
+  omni::serve::describe(s);
   std::initializer_list<int> drop = {model_index};
   std::initializer_list<int> drop2 = {1, model_index};
-  auto cli =
-      parse(argc, argv, model_index == 1 ? drop : drop2, s,
-            "omni-serve MODEL: a vLLM-compatible server on the CPU engine (one request at a time)");
+  auto cli = parse(argc, argv, model_index == 1 ? drop : drop2, s,
+                   "omni-serve MODEL: a vLLM-compatible server on the CPU engine (continuous "
+                   "batching, prefix caching, KV events, PD, MTP, expert parallelism)");
   if (!cli) {
     std::cerr << cli.error().message << "\n";
     return 2;
   }
   if (cli->exit_now) return 0;
-  const ServeConfig& c = cli->config;
-  auto loaded = load(argv[model_index], c);
-  if (!loaded) {
-    std::cerr << "omni-serve: " << loaded.error().message << "\n";
+  omni::serve::ServeConfig c = cli->config;
+  c.model = argv[model_index];
+  if (auto st = omni::log::init(log_options(c.log)); !st) {
+    std::cerr << "omni-serve: " << st.error().message << "\n";
+    return 2;
+  }
+  auto logger = omni::log::get("serve");
+  auto service = omni::serve::ServeService::create(c);
+  if (!service) {
+    std::cerr << "omni-serve: " << service.error().message << "\n";
     return 1;
   }
-  model::ServeOptions so;
-  so.host = c.host;
-  so.port = static_cast<std::uint16_t>(c.port);
-  so.served_model_name = c.served_model_name;
-  auto server = model::ModelServer::create(*loaded->model, *loaded->engine, so);
-  if (!server) {
-    std::cerr << "omni-serve: " << server.error().message << "\n";
-    return 1;
-  }
-  if (auto st = (*server)->start(); !st) {
+  logger->info("omni-serve: {}", (*service)->describe());
+  if (auto st = (*service)->start(); !st) {
     std::cerr << "omni-serve: cannot listen on " << c.host << ":" << c.port << ": "
               << st.error().message << "\n";
     return 1;
   }
+  if (!(*service)->kv_events_endpoint().empty()) {
+    logger->info("omni-serve kv events on {}", (*service)->kv_events_endpoint());
+  }
+  if ((*service)->kv_transfer_port() != 0) {
+    logger->info("omni-serve kv transfer side channel on {}:{}", c.host,
+                 (*service)->kv_transfer_port());
+  }
+  // The line scripts and tests wait for (stdout, as part 1 printed it).
   std::printf("omni-serve listening on %s:%u\n", c.host.c_str(),
-              static_cast<unsigned>((*server)->port()));
+              static_cast<unsigned>((*service)->port()));
   std::fflush(stdout);
   boost::asio::io_context io;
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
-  signals.async_wait([](const boost::system::error_code&, int) {});
+  signals.async_wait([&](const boost::system::error_code& ec, int signal) {
+    if (!ec) logger->info("signal {}: shutting down", signal);
+  });
   io.run();
-  (*server)->stop();
+  (*service)->stop();
+  logger->info("omni-serve stopped");
   return 0;
 }
 
