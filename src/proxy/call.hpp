@@ -1,5 +1,15 @@
-// One proxied generation request ("call") while it is served: its client, its lifecycle, and
-// what the access log and metrics will say about it. Internal to the request path.
+// One proxied generation request ("call") while it is served, and the pieces every PD mode is
+// built from: its legs. Internal to the request path.
+//
+//   handle_generate (forward.cpp)
+//     ├─ the body: validated once (inspect_request), PD fields stripped, token ids spliced,
+//     │  then cut once into its top-level members (call.members); every leg's body is rebuilt
+//     │  from those spans
+//     ├─ next_leg(call, LegRequest) ── one way to get any leg of any mode: a ticket, the
+//     │  scheduler's decision (acquire), the node resolved, a LeaseGuard that releases it
+//     └─ the legs talk to engines only through EngineClient (engine_client.hpp), under
+//        LegDeadlines (leg_deadline.hpp): the prefill leg, the first decode event, the decode
+//        stream's idle gaps and the whole request each end with their own error
 #pragma once
 
 #include <boost/asio/this_coro.hpp>
@@ -8,8 +18,11 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "engine_client.hpp"
 #include "gateway_impl.hpp"
+#include "leg_deadline.hpp"
 
 namespace omni::proxy {
 
@@ -30,7 +43,12 @@ class LeaseGuard {
     if (dispatcher_ == nullptr) return;
     std::exchange(dispatcher_, nullptr)->release(lease_, outcome);
   }
+  // Aggregated mode: the request's first token came back (the scheduler's first_token).
+  void first_token() {
+    if (dispatcher_ != nullptr) dispatcher_->first_token(lease_);
+  }
   bool held() const noexcept { return dispatcher_ != nullptr; }
+  const Lease& lease() const noexcept { return lease_; }
 
  private:
   Dispatcher* dispatcher_;
@@ -50,9 +68,14 @@ struct Call {
   std::string engine_request_id;  // unique per call: the X-Request-Id every engine call carries
   RequestInfo info;
   PromptInfo prompt;  // the proxy's own tokens and block hashes (prompt.hpp)
+  // The client's body cut once into its top-level members (spans into request.body, which
+  // does not change after): each leg's body is rebuilt from them.
+  std::vector<JsonMember> members;
   Lifecycle life;
   InflightEntry entry;
   std::chrono::system_clock::time_point wall{};
+  // The whole request's deadline (timeouts.request), on the steady clock; max(): none.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 
   // What happened, for the access log and metrics; exactly one outcome per request.
   RequestOutcome outcome = RequestOutcome::kSuccess;
@@ -71,12 +94,42 @@ struct Call {
   // The client closed its connection while the call waited (queue, engine): nothing more is
   // written to it, its engine calls are cancelled, the outcome is client_disconnected.
   bool client_gone = false;
+
+  EngineClient& engine(const boost::asio::any_io_executor& executor, Role role) const {
+    return g.engine_clients(executor, role);
+  }
 };
 
 // Waits for the scheduler's decision on `ticket` (bounded by the queue timeout). With a
 // `client`, a client that closes its connection meanwhile cancels the ticket at once
 // (kCancelled, client->client_gone set).
 Task<Result<Placement>> acquire(Gateway::Impl& g, Ticket ticket, Call* client = nullptr);
+
+// ---- legs ----------------------------------------------------------------------------------
+
+// What the next leg of a call is to be.
+struct LegRequest {
+  Role role = Role::kPrefill;
+  std::uint32_t attempt = 0;
+  std::vector<std::uint32_t> tried;           // nodes of this role not to use again
+  std::string group;                          // a decode after a prefill: stay in its PD group
+  std::optional<std::uint32_t> prefill_node;  // a decode after a prefill: where its KV is
+};
+
+// A placed leg: the node to call and its lease (released by ownership).
+struct Leg {
+  Placement placement;
+  NodeEntry node;
+  LeaseGuard lease;
+  std::uint32_t id() const noexcept { return placement.lease.node; }
+};
+
+// The one way every mode gets a leg: the ticket, the scheduler's decision, the node resolved
+// (a node removed meanwhile is skipped and excluded), the lifecycle and admin entry updated.
+// On failure the error is the scheduler's (kResourceExhausted: the queue is full, kTimeout,
+// kUnavailable: no node left to try, kCancelled: the client left); nothing was answered yet.
+// `wanted` is read before the first suspension; the caller's object may change afterwards.
+Task<Result<Leg>> next_leg(Call& call, const LegRequest& wanted);
 
 // ---- noticing a client that leaves while its call waits for an engine ------------------------
 
@@ -114,7 +167,18 @@ Task<Result<T>> unless_client_leaves(Call& call, http::Abort& abort, Task<Result
   co_return result;
 }
 
-// The request to an engine: same route, `body`, the call's X-Request-Id.
+// Arms `deadline` for a leg: `timeout`, or what is left of the whole request when that is
+// shorter (each with its own reason).
+void arm_leg_deadline(const Call& call, LegDeadline& deadline, Duration timeout,
+                      std::string reason);
+
+// Whether an engine's answer says the engine (not the request) failed: 502, 503, 504, and 500
+// when the engine says it is dead or unhealthy. Other statuses (4xx, 501 "not supported", a
+// 500 about the request) are the request's fault: relayed untouched, never retried elsewhere,
+// never counted against the node.
+bool engine_failed(int status, std::string_view body);
+
+// The request to an engine: same route, `body`, the call's engine request id.
 http::Request upstream_request(const Call& call, std::string body);
 
 // Answers the client with an OpenAI error (only before anything was sent) and records it.
@@ -123,10 +187,12 @@ Task<void> answer_error(Call& call, int status, std::string message, RequestOutc
 // Maps a scheduling failure to its answer: 429 + Retry-After when the queue is full, 503
 // when no node was free in time or none is left to try.
 Task<void> answer_no_node(Call& call, const Error& error);
+// Relays an engine's own answer to a bad request (status and body as the engine sent them).
+Task<void> relay_refusal(Call& call, int status, const http::Headers& headers, std::string body);
 
 // How one decode attempt ended.
 enum class LegEnd {
-  kDone,   // the client has its answer (success, an engine 4xx, or an error event after start)
+  kDone,   // the client has its answer (success, an engine's refusal, or an error event)
   kRetry,  // failed before any byte reached the client: another node may try
 };
 struct LegResult {
@@ -134,9 +200,9 @@ struct LegResult {
   Outcome node_outcome = Outcome::kFailure;  // what the node's health should learn
 };
 
-// One decode attempt on `placement`: non-streaming, or the SSE stream relayed event by event.
+// One decode attempt on `leg`: non-streaming, or the SSE stream relayed event by event.
 // Safe to cancel (parallel mode does when the prefill leg fails).
-Task<LegResult> decode_once(Call& call, const Placement& placement, std::string body);
+Task<LegResult> decode_once(Call& call, Leg& leg, std::string body);
 
 // Whether the current coroutine (a PD leg run by the awaitable operators) has been asked to
 // stop. Checked between operations, because a cancellation delivered while an operation

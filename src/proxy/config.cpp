@@ -98,7 +98,11 @@ void describe_timeouts(config::Schema<TimeoutsConfig>& s) {
   using C = TimeoutsConfig;
   s.field("connect", &C::connect, "Connecting to an engine").min(1ms);
   s.field("prefill", &C::prefill, "A whole prefill leg").min(1ms);
+  s.field("first_token", &C::first_token,
+          "A decode leg's first event (or whole answer) must come within this, from its send")
+      .min(1ms);
   s.field("decode_idle", &C::decode_idle, "Longest silence from a decode engine").min(1ms);
+  s.field("request", &C::request, "The whole request, every leg and retry included; 0s: no bound");
   s.field("queue", &C::queue, "Longest wait in the proxy queue (then 503)").min(1ms);
   s.field("client_idle", &C::client_idle, "Keep-alive wait for a client's next request").min(1ms);
   s.field("client_write", &C::client_write,
@@ -129,6 +133,9 @@ void describe_health(config::Schema<HealthConfig>& s) {
   s.field("ejection_time", &C::ejection_time, "First ejection; doubles on each re-ejection")
       .min(1ms);
   s.field("max_ejection_time", &C::max_ejection_time, "Longest ejection").min(1ms);
+  s.field("max_ejection_percent", &C::max_ejection_percent,
+          "At most this share of a role's nodes is ejected at once (one may always be)")
+      .range(0.0, 100.0);
   s.field(
       "engine_metrics", &C::engine_metrics,
       "With each probe, read the engine's own load from its /metrics (vllm:num_requests_running, "

@@ -77,27 +77,45 @@ LegResult client_left(Call& call) {
   return LegResult{LegEnd::kDone, Outcome::kNeutral};
 }
 
-Task<LegResult> send_whole(Call& call, http::Client& client, const http::Endpoint& to,
-                           http::Request request) {
+std::string millis(Duration d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
+}
+
+// A call that failed before the client saw a byte: what the node should learn, and a retry.
+LegResult engine_call_failed(Call& call, const Leg& leg, const Error& error) {
+  call.error = leg.node.spec.name + ": " + error.to_string();
+  return LegResult{LegEnd::kRetry, Outcome::kFailure};
+}
+
+Task<LegResult> send_whole(Call& call, Leg& leg, EngineClient& engine, http::Request request) {
+  auto executor = co_await asio::this_coro::executor;
   http::Abort abort;
-  auto send = client.send(to, std::move(request), &abort);  // named: GCC 12 and temporaries
-  auto answer = co_await unless_client_leaves(call, abort, std::move(send));
+  LegDeadline deadline(executor, abort);
+  arm_leg_deadline(
+      call, deadline, call.g.config.timeouts.first_token,
+      "no answer from the decode engine within " + millis(call.g.config.timeouts.first_token));
+  auto send = engine.send(leg.node, std::move(request), &abort);  // named: GCC 12 and temporaries
+  auto guarded = within(deadline, std::move(send));
+  auto answer = co_await unless_client_leaves(call, abort, std::move(guarded));
   if (!answer && call.client_gone) co_return client_left(call);
-  if (!answer) {
-    call.error = answer.error().to_string();
+  if (!answer) co_return engine_call_failed(call, leg, answer.error());
+  if (engine_failed(answer->status, answer->body)) {
+    call.error = leg.node.spec.name + " answered " + std::to_string(answer->status);
     co_return LegResult{LegEnd::kRetry, Outcome::kFailure};
   }
-  if (answer->status >= 500) {
-    call.error = to.to_string() + " answered " + std::to_string(answer->status);
-    co_return LegResult{LegEnd::kRetry, Outcome::kFailure};
+  if (answer->status != 200) {
+    // The request's fault, not the node's: the client gets the engine's own answer.
+    co_await relay_refusal(call, answer->status, answer->headers, std::move(answer->body));
+    co_return LegResult{LegEnd::kDone, Outcome::kSuccess};
   }
   std::string not_completion;  // a converted chat request (chat_bridge.hpp) gets its chat body
-  if (answer->status == 200 && !chat_whole_body(call, answer->body, not_completion)) {
+  if (!chat_whole_body(call, answer->body, not_completion)) {
     co_await answer_error(call, 502, not_completion, RequestOutcome::kUpstreamError,
                           "BadGatewayError");
     co_return LegResult{LegEnd::kDone, Outcome::kFailure};
   }
   call.life.output_event(call.g.clock.now(), 1);
+  if (call.decode_lease) call.decode_lease->first_token();
   http::Response response;
   response.status = answer->status;
   response.headers = client_headers(call, answer->headers);
@@ -106,36 +124,37 @@ Task<LegResult> send_whole(Call& call, http::Client& client, const http::Endpoin
   if (auto hidden = hide_transfer_params(response.body)) response.body = std::move(*hidden);
   call.status = response.status;
   call.bytes_out += response.body.size();
-  if (response.status >= 400) call.outcome = RequestOutcome::kClientError;
   (void)co_await call.writer.send(std::move(response));
   co_return LegResult{LegEnd::kDone, Outcome::kSuccess};
 }
 
-// The engine answered an error before streaming: its body is small; pass it on as is.
-Task<LegResult> forward_refusal(Call& call, http::ResponseStream& stream) {
+// The engine answered an error before streaming: its body is small; read it, then either
+// relay it (the request's fault) or retry elsewhere (the engine's).
+Task<LegResult> forward_refusal(Call& call, const Leg& leg, http::ResponseStream& stream) {
   std::string body;
   for (;;) {
     auto piece = co_await stream.next();
     if (!piece || !*piece || body.size() > 1024 * 1024) break;
     body += **piece;
   }
-  http::Response response;
-  response.status = stream.status();
-  response.headers = client_headers(call, stream.headers());
-  response.body = std::move(body);
-  call.status = response.status;
-  call.outcome = RequestOutcome::kClientError;
-  (void)co_await call.writer.send(std::move(response));
+  if (engine_failed(stream.status(), body)) {
+    call.error = leg.node.spec.name + " answered " + std::to_string(stream.status());
+    co_return LegResult{LegEnd::kRetry, Outcome::kFailure};
+  }
+  co_await relay_refusal(call, stream.status(), stream.headers(), std::move(body));
   co_return LegResult{LegEnd::kDone, Outcome::kSuccess};
 }
 
-Task<LegResult> relay(Call& call, http::ResponseStream& stream, std::string first) {
+Task<LegResult> relay(Call& call, http::ResponseStream& stream, LegDeadline& deadline,
+                      std::string first) {
   const http::Headers headers = client_headers(call, stream.headers());
   if (!co_await call.writer.begin_stream(200, headers)) {
     call.outcome = RequestOutcome::kClientDisconnected;
     co_return LegResult{LegEnd::kDone, Outcome::kNeutral};
   }
   call.status = 200;
+  const Duration idle = call.g.config.timeouts.decode_idle;
+  const std::string idle_reason = "the decode stream was silent for " + millis(idle);
   EventCounter counter;
   std::string piece = std::move(first);
   for (;;) {
@@ -163,7 +182,8 @@ Task<LegResult> relay(Call& call, http::ResponseStream& stream, std::string firs
       (void)co_await call.writer.end_stream();
       co_return LegResult{LegEnd::kDone, Outcome::kFailure};
     }
-    auto next = co_await stream.next();
+    arm_leg_deadline(call, deadline, idle, idle_reason);
+    auto next = co_await within(deadline, stream.next());
     if (next && co_await leg_cancelled()) {
       next = make_error(ErrorCode::kCancelled, "the prefill leg failed");
     }
@@ -186,8 +206,7 @@ Task<LegResult> relay(Call& call, http::ResponseStream& stream, std::string firs
   co_return LegResult{LegEnd::kDone, Outcome::kSuccess};
 }
 
-Task<LegResult> stream_once(Call& call, http::Client& client, const http::Endpoint& to,
-                            http::Request request);
+Task<LegResult> stream_once(Call& call, Leg& leg, EngineClient& engine, http::Request request);
 
 }  // namespace
 
@@ -196,22 +215,16 @@ Task<bool> leg_cancelled() {
   co_return state.cancelled() != asio::cancellation_type::none;
 }
 
-Task<LegResult> decode_once(Call& call, const Placement& placement, std::string body) {
+Task<LegResult> decode_once(Call& call, Leg& leg, std::string body) {
   // Cancellation (parallel mode) must surface as errors from the engine calls, not as an
   // exception that would skip the error event and the lease's release.
   co_await asio::this_coro::throw_if_cancelled(false);
-  auto node = call.g.directory.find(placement.node);
-  if (!node) {
-    call.error = "node " + placement.node + " is no longer configured";
-    co_return LegResult{LegEnd::kRetry, Outcome::kNeutral};
-  }
   auto executor = co_await asio::this_coro::executor;
-  http::Client& client = call.g.decode_client(executor);
-  const http::Endpoint to{node->host, node->port};
+  EngineClient& engine = call.engine(executor, Role::kDecode);
   call.life.mark(Stage::kDecoding, call.g.clock.now());
   http::Request request = upstream_request(call, std::move(body));
-  if (!call.info.stream) co_return co_await send_whole(call, client, to, std::move(request));
-  co_return co_await stream_once(call, client, to, std::move(request));
+  if (!call.info.stream) co_return co_await send_whole(call, leg, engine, std::move(request));
+  co_return co_await stream_once(call, leg, engine, std::move(request));
 }
 
 namespace {
@@ -219,35 +232,33 @@ namespace {
 // The streaming half of decode_once, a coroutine of its own so that the non-streaming path's
 // frame stays small: Asio recycles coroutine frames of up to 1 KiB per thread, and a larger
 // one costs an aligned allocation and a free on every request.
-Task<LegResult> stream_once(Call& call, http::Client& client, const http::Endpoint& to,
-                            http::Request request) {
+Task<LegResult> stream_once(Call& call, Leg& leg, EngineClient& engine, http::Request request) {
+  auto executor = co_await asio::this_coro::executor;
   // Until the first event the client has been sent nothing, so only a watch notices it leave.
   http::Abort abort;  // declared before the stream, which keeps a pointer to it
-  auto open = client.open(to, std::move(request), &abort);
+  LegDeadline deadline(executor, abort);
+  const Duration first_token = call.g.config.timeouts.first_token;
+  arm_leg_deadline(call, deadline, first_token,
+                   "no first token from the decode engine within " + millis(first_token));
+  auto open = within(deadline, engine.open(leg.node, std::move(request), &abort));
   auto opened = co_await unless_client_leaves(call, abort, std::move(open));
   if (!opened && call.client_gone) co_return client_left(call);
-  if (!opened) {
-    call.error = opened.error().to_string();
-    co_return LegResult{LegEnd::kRetry, Outcome::kFailure};
-  }
+  if (!opened) co_return engine_call_failed(call, leg, opened.error());
   http::ResponseStream& stream = **opened;
-  if (stream.status() >= 500) {
-    call.error = to.to_string() + " answered " + std::to_string(stream.status());
-    co_return LegResult{LegEnd::kRetry, Outcome::kFailure};
-  }
-  if (stream.status() != 200) co_return co_await forward_refusal(call, stream);
-  auto next = stream.next();
+  if (stream.status() != 200) co_return co_await forward_refusal(call, leg, stream);
+  auto next = within(deadline, stream.next());
   auto first = co_await unless_client_leaves(call, abort, std::move(next));
   if (!first && call.client_gone) co_return client_left(call);
   if (first && co_await leg_cancelled()) {
     first = make_error(ErrorCode::kCancelled, "the prefill leg failed");
   }
   if (!first || !*first) {
-    call.error =
-        first ? to.to_string() + " ended the stream before any event" : first.error().to_string();
+    if (!first) co_return engine_call_failed(call, leg, first.error());
+    call.error = leg.node.spec.name + " ended the stream before any event";
     co_return LegResult{LegEnd::kRetry, Outcome::kFailure};
   }
-  co_return co_await relay(call, stream, std::move(**first));
+  if (call.decode_lease) call.decode_lease->first_token();
+  co_return co_await relay(call, stream, deadline, std::move(**first));
 }
 
 }  // namespace

@@ -65,6 +65,10 @@ bool Dispatcher::post(std::function<void(Scheduler&)> fn) {
   return true;
 }
 
+void Dispatcher::first_token(const Lease& lease) {
+  (void)post([lease](Scheduler& s) { s.first_token(lease); });
+}
+
 void Dispatcher::release(const Lease& lease, Outcome outcome) {
   push(Command(std::in_place_type<ReleaseCommand>, lease, outcome));
 }

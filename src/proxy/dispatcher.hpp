@@ -78,6 +78,9 @@ class Dispatcher {
   // command queue is full (the caller counts a drop). Safe from any thread.
   bool post(std::function<void(Scheduler&)> fn);
   void release(const Lease& lease, Outcome outcome);
+  // Aggregated mode: a request's first token came back (Scheduler::first_token). Advisory: a
+  // full command queue drops it (the scheduler's estimate stands in).
+  void first_token(const Lease& lease);
   void cancel(std::uint64_t ticket);
   void probe(std::uint32_t node, bool healthy);
   void drain(std::string node, bool draining);

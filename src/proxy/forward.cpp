@@ -1,19 +1,25 @@
-// The generation routes: admission, then one of the three PD modes.
+// The generation routes: the body read once, then one of the three PD modes, each built from
+// the same legs (call.hpp).
 //
 //   sequential (vLLM NixlConnector): prefill leg (max_tokens 1, kv_transfer_params asking for
 //       a remote decode), retried on other prefill nodes; then the decode leg with the
 //       prefill's kv_transfer_params, retried on other decode nodes before its first byte.
 //   parallel (SGLang bootstrap): prefill and decode chosen together and sent concurrently with
-//       bootstrap_host/port/room; whichever leg fails first cancels the other.
+//       bootstrap_host/port/room; whichever leg fails first cancels the other; a retry takes a
+//       fresh pair (neither failed node, the decode in the new prefill's group).
 //   aggregated: the decode pool serves the untouched body.
+//
+// An engine's answer to a bad request (4xx, 501, a 500 about the request) is relayed untouched
+// and says nothing against the node; only connection failures, deadlines and 502/503/504 (or a
+// 500 saying the engine is unhealthy) count and are retried elsewhere.
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include "call.hpp"
+#include "json_scan.hpp"
 
 namespace omni::proxy {
 namespace {
@@ -21,45 +27,8 @@ namespace {
 namespace asio = boost::asio;
 constexpr auto kAsTuple = asio::as_tuple(asio::use_awaitable);
 
-struct DecisionWait {
-  explicit DecisionWait(asio::any_io_executor ex) : executor(std::move(ex)) {}
-  asio::any_io_executor executor;
-  // Only a ticket that has to wait needs one: most are decided inside submit().
-  std::optional<asio::steady_timer> timer;
-  // The I/O thread (one io_context each) that waits: a decision made on it needs no post.
-  std::thread::id thread = std::this_thread::get_id();
-  std::optional<Result<Placement>> result;
-  bool abandoned = false;
-  bool client_gone = false;
-
-  // On the waiting thread only.
-  void take(Gateway::Impl& g, Result<Placement> decision) {
-    if (abandoned) {
-      if (decision) g.dispatcher->release(decision->lease, Outcome::kNeutral);
-      return;
-    }
-    result = std::move(decision);
-    if (timer) timer->cancel();
-  }
-};
-
-Ticket make_ticket(Call& call, Role role, std::uint32_t attempt, std::vector<std::uint32_t> tried,
-                   std::string group, std::optional<std::uint32_t> prefill_node = std::nullopt) {
-  Ticket ticket;
-  ticket.arrival = call.life.at(Stage::kReceived);
-  ticket.prefill_node = prefill_node;
-  ticket.id = call.g.new_id();
-  ticket.role = role;
-  ticket.prompt_tokens = call.info.prompt_tokens;
-  ticket.max_tokens = call.info.max_tokens;
-  ticket.tried = std::move(tried);
-  ticket.attempt = attempt;
-  ticket.group = std::move(group);
-  // Only placements that prefill look prefixes up (a PD decode leg goes by load).
-  if (role == Role::kPrefill || call.g.config.pd_mode == PdMode::kAggregated) {
-    ticket.block_hashes = call.prompt.block_hashes;
-  }
-  return ticket;
+std::string seconds_text(Duration d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
 }
 
 // Tokenize once (prompt.hpp): the exact count replaces the byte estimate, the block hashes go
@@ -86,123 +55,118 @@ struct PrefillDone {
   std::uint32_t node = 0;  // where the KV waits for the decode
 };
 
+// The prefill's own answer goes to the client: a refusal, or a prefill with no usable
+// kv_transfer_params.
+Task<void> prefill_answers(Call& call, http::Response answer) {
+  if (answer.status != 200) {
+    co_await relay_refusal(call, answer.status, answer.headers, std::move(answer.body));
+    co_return;
+  }
+  http::Response response;
+  response.status = 200;
+  response.headers.add(
+      "Content-Type", std::string(answer.headers.get("Content-Type").value_or("application/json")));
+  response.headers.add("X-Request-Id", call.request_id);
+  response.body = std::move(answer.body);
+  if (auto hidden = hide_transfer_params(response.body)) response.body = std::move(*hidden);
+  std::string not_completion;
+  if (!chat_whole_body(call, response.body, not_completion)) {
+    co_await answer_error(call, 502, not_completion, RequestOutcome::kUpstreamError,
+                          "BadGatewayError");
+    co_return;
+  }
+  call.status = 200;
+  call.bytes_out += response.body.size();
+  call.life.output_event(call.g.clock.now(), 1);
+  (void)co_await call.writer.send(std::move(response));
+}
+
+// One prefill attempt on `leg`, under the prefill deadline. Ok(answer) when the engine
+// answered (any status); an error when the call failed (connection, deadline, client gone).
+Task<Result<http::Response>> prefill_once(Call& call, Leg& leg, std::string body) {
+  auto executor = co_await asio::this_coro::executor;
+  call.life.mark(Stage::kPrefilling, call.g.clock.now());
+  http::Abort abort;
+  LegDeadline deadline(executor, abort);
+  arm_leg_deadline(
+      call, deadline, call.g.config.timeouts.prefill,
+      "the prefill leg took longer than " + seconds_text(call.g.config.timeouts.prefill));
+  auto send = call.engine(executor, Role::kPrefill)
+                  .send(leg.node, upstream_request(call, std::move(body)), &abort);
+  auto guarded = within(deadline, std::move(send));  // named: GCC 12 and temporaries
+  co_return co_await unless_client_leaves(call, abort, std::move(guarded));
+}
+
 // The prefill legs with retries. nullopt: the client has been answered already.
 Task<std::optional<PrefillDone>> run_prefill(Call& call) {
-  auto prefill = prefill_body(call.request.body);
-  if (!prefill) {
-    co_await answer_error(call, 400, prefill.error().message, RequestOutcome::kClientError);
-    co_return std::nullopt;
-  }
-  auto executor = co_await asio::this_coro::executor;
-  http::Client& client = call.g.prefill_client(executor);
-  std::vector<std::uint32_t> tried;
-  call.life.mark(Stage::kWaitingPrefill, call.g.clock.now());
-  for (std::uint32_t attempt = 0; attempt < call.g.config.retries.prefill_attempts; ++attempt) {
-    if (attempt > 0) {
+  const std::string body = prefill_body(call.members);
+  LegRequest request;
+  request.role = Role::kPrefill;
+  for (; request.attempt < call.g.config.retries.prefill_attempts; ++request.attempt) {
+    if (request.attempt > 0) {
       call.prefill_retries++;
       call.g.metrics.prefill_retries->inc();
     }
-    Ticket ticket = make_ticket(call, Role::kPrefill, attempt, tried, "");
-    auto placement = co_await acquire(call.g, std::move(ticket), &call);
-    if (!placement) {
-      if (attempt > 0 && placement.error().code == ErrorCode::kUnavailable) break;
-      co_await answer_no_node(call, placement.error());
+    auto leg = co_await next_leg(call, request);
+    if (!leg) {
+      if (request.attempt > 0 && leg.error().code == ErrorCode::kUnavailable) break;
+      co_await answer_no_node(call, leg.error());
       co_return std::nullopt;
     }
-    call.life.mark(Stage::kPrefillScheduled, call.g.clock.now());
-    call.prefill_node = placement->node;
-    call.entry.prefill_node.store(placement->lease.node, std::memory_order_relaxed);
-    auto node = call.g.directory.find(placement->node);
-    if (!node) {
-      call.g.dispatcher->release(placement->lease, Outcome::kNeutral);
-      tried.push_back(placement->lease.node);
-      continue;
-    }
-    call.life.mark(Stage::kPrefilling, call.g.clock.now());
-    const http::Endpoint to{node->host, node->port};
-    http::Request request = upstream_request(call, *prefill);
-    http::Abort abort;
-    auto send = client.send(to, std::move(request), &abort);  // named: see run_parallel
-    auto answer = co_await unless_client_leaves(call, abort, std::move(send));
+    auto answer = co_await prefill_once(call, *leg, body);
     if (!answer && call.client_gone) {
       call.g.metrics.cancelled_legs->inc();
-      call.g.dispatcher->release(placement->lease, Outcome::kNeutral);
       co_await answer_error(call, kClientClosedRequest, answer.error().message,
                             RequestOutcome::kClientDisconnected);
       co_return std::nullopt;
     }
-    if (!answer || answer->status >= 500) {
-      call.error = answer ? to.to_string() + " answered " + std::to_string(answer->status)
-                          : answer.error().to_string();
+    if (!answer || engine_failed(answer->status, answer->body)) {
+      call.error = answer ? leg->node.spec.name + " answered " + std::to_string(answer->status)
+                          : leg->node.spec.name + ": " + answer.error().to_string();
       call.g.metrics.prefill_errors->inc();
-      call.g.dispatcher->release(placement->lease, Outcome::kFailure);
-      tried.push_back(placement->lease.node);
+      leg->lease.release(Outcome::kFailure);
+      request.tried.push_back(leg->id());
       continue;
     }
-    call.g.dispatcher->release(placement->lease, Outcome::kSuccess);
+    // An answer, even a refusal of the request, says the node works.
+    leg->lease.release(Outcome::kSuccess);
     auto params = answer->status == 200 ? kv_transfer_params_of(answer->body)
                                         : Result<std::optional<std::string>>(std::nullopt);
     if (!params || !*params) {
-      // A refusal, or no usable kv_transfer_params: the prefill's answer is the answer.
-      http::Response response;
-      response.status = answer->status;
-      response.headers.add(
-          "Content-Type",
-          std::string(answer->headers.get("Content-Type").value_or("application/json")));
-      response.headers.add("X-Request-Id", call.request_id);
-      response.body = std::move(answer->body);
-      if (auto hidden = hide_transfer_params(response.body)) response.body = std::move(*hidden);
-      std::string not_completion;
-      if (response.status == 200 && !chat_whole_body(call, response.body, not_completion)) {
-        co_await answer_error(call, 502, not_completion, RequestOutcome::kUpstreamError,
-                              "BadGatewayError");
-        co_return std::nullopt;
-      }
-      call.status = response.status;
-      call.outcome =
-          response.status >= 400 ? RequestOutcome::kClientError : RequestOutcome::kSuccess;
-      call.bytes_out += response.body.size();
-      call.life.output_event(call.g.clock.now(), 1);
-      (void)co_await call.writer.send(std::move(response));
+      co_await prefill_answers(call, std::move(*answer));
       co_return std::nullopt;
     }
-    co_return PrefillDone{std::move(**params), placement->group, placement->lease.node};
+    co_return PrefillDone{std::move(**params), leg->placement.group, leg->id()};
   }
   co_await answer_error(call, 502, "every prefill attempt failed: " + call.error,
                         RequestOutcome::kUpstreamError, "BadGatewayError");
   co_return std::nullopt;
 }
 
-// Decode legs with retries before the first byte; `group` keeps them in the prefill's PD group.
+// Decode legs with retries before the first byte; a PD decode stays in its prefill's group.
 // Each attempt sends its own copy of `body` (the client consumes what it sends).
-Task<void> run_decode(Call& call, const std::string& body, std::string group,
-                      std::optional<std::uint32_t> prefill_node = std::nullopt) {
-  std::vector<std::uint32_t> tried;
-  call.life.mark(Stage::kWaitingDecode, call.g.clock.now());
-  for (std::uint32_t attempt = 0; attempt < call.g.config.retries.decode_attempts; ++attempt) {
-    if (attempt > 0) {
+// (Arguments by reference, not temporaries: GCC 12 mishandles temporaries in co_await.)
+Task<void> run_decode(Call& call, const std::string& body, const LegRequest& wanted) {
+  LegRequest request = wanted;
+  request.role = Role::kDecode;
+  for (; request.attempt < call.g.config.retries.decode_attempts; ++request.attempt) {
+    if (request.attempt > 0) {
       call.decode_retries++;
       call.g.metrics.decode_retries->inc();
     }
-    Ticket ticket = make_ticket(call, Role::kDecode, attempt, tried, group, prefill_node);
-    auto placement = co_await acquire(call.g, std::move(ticket), &call);
-    if (!placement) {
-      if (attempt > 0 && placement.error().code == ErrorCode::kUnavailable) break;
-      co_await answer_no_node(call, placement.error());
+    auto leg = co_await next_leg(call, request);
+    if (!leg) {
+      if (request.attempt > 0 && leg.error().code == ErrorCode::kUnavailable) break;
+      co_await answer_no_node(call, leg.error());
       co_return;
     }
-    call.life.mark(Stage::kDecodeScheduled, call.g.clock.now());
-    call.decode_node = placement->node;
-    call.entry.decode_node.store(placement->lease.node, std::memory_order_relaxed);
-    std::string attempt_body = body;
-    LeaseGuard lease(*call.g.dispatcher, placement->lease);
-    call.decode_lease = &lease;
-    const LegResult result = co_await decode_once(call, *placement, std::move(attempt_body));
+    call.decode_lease = &leg->lease;
+    const LegResult result = co_await decode_once(call, *leg, body);
     call.decode_lease = nullptr;
-    lease.release(result.node_outcome);
+    leg->lease.release(result.node_outcome);
     if (result.end == LegEnd::kDone) co_return;
     call.g.metrics.decode_errors->inc();
-    tried.push_back(placement->lease.node);
+    request.tried.push_back(leg->id());
   }
   co_await answer_error(call, 502, "every decode attempt failed: " + call.error,
                         RequestOutcome::kUpstreamError, "BadGatewayError");
@@ -211,133 +175,131 @@ Task<void> run_decode(Call& call, const std::string& body, std::string group,
 Task<void> run_sequential(Call& call) {
   auto prefill = co_await run_prefill(call);
   if (!prefill) co_return;
-  auto body = decode_body(call.request.body, prefill->kv_transfer_params);
-  if (!body) {
-    co_await answer_error(call, 400, body.error().message, RequestOutcome::kClientError);
-    co_return;
-  }
-  co_await run_decode(call, *body, std::move(prefill->group), prefill->node);
+  const std::string body = decode_body(call.members, prefill->kv_transfer_params);
+  LegRequest decode;
+  decode.role = Role::kDecode;
+  decode.group = std::move(prefill->group);
+  decode.prefill_node = prefill->node;
+  co_await run_decode(call, body, decode);
 }
 
 // ---- parallel -------------------------------------------------------------------------------
 
-enum class PrefillEnd { kPending, kOk, kFailed };
+enum class PrefillEnd { kPending, kOk, kFailed, kRefused };
 
-// The prefill half of a parallel pair. Returns only if it failed (which cancels the decode);
-// on success it waits to be cancelled when the decode ends.
-Task<int> prefill_leg(Call& call, const NodeEntry& node, std::string body, PrefillEnd& end) {
+// The prefill half of a parallel pair. Returns only if it failed or refused the request (which
+// cancels the decode: it would wait for KV that never comes); on success its lease is released
+// at once (the prefill's work is done: the node's speed is learned), and it waits to be
+// cancelled when the decode ends.
+Task<int> prefill_leg(Call& call, Leg& leg, std::string body, PrefillEnd& end,
+                      std::optional<http::Response>& refusal) {
   co_await asio::this_coro::throw_if_cancelled(false);
-  auto executor = co_await asio::this_coro::executor;
-  http::Client& client = call.g.prefill_client(executor);
-  call.life.mark(Stage::kPrefilling, call.g.clock.now());
-  const http::Endpoint to{node.host, node.port};
-  http::Request request = upstream_request(call, std::move(body));
-  auto answer = co_await client.send(to, std::move(request));
-  if (!answer || answer->status >= 500) {
-    call.error = answer ? to.to_string() + " answered " + std::to_string(answer->status)
-                        : answer.error().to_string();
+  auto answer = co_await prefill_once(call, leg, std::move(body));
+  if (!answer || engine_failed(answer->status, answer->body)) {
+    call.error = answer ? leg.node.spec.name + " answered " + std::to_string(answer->status)
+                        : leg.node.spec.name + ": " + answer.error().to_string();
     end = PrefillEnd::kFailed;
     co_return 0;
   }
+  if (answer->status != 200) {
+    end = PrefillEnd::kRefused;
+    refusal = std::move(*answer);
+    co_return 0;
+  }
   end = PrefillEnd::kOk;
+  leg.lease.release(Outcome::kSuccess);
   // A cancellation may have arrived while the send was in a phase that ignores it; waiting
   // now would never be cancelled again.
   if (co_await leg_cancelled()) co_return 1;
+  auto executor = co_await asio::this_coro::executor;
   asio::steady_timer forever(executor, asio::steady_timer::time_point::max());
   (void)co_await forever.async_wait(kAsTuple);
   co_return 1;
 }
 
-Task<LegResult> decode_leg(Call& call, const Placement& placement, std::string body, bool& ended) {
-  LegResult result = co_await decode_once(call, placement, std::move(body));
-  ended = true;
-  co_return result;
+Task<LegResult> decode_leg(Call& call, Leg& leg, std::string body) {
+  co_return co_await decode_once(call, leg, std::move(body));
+}
+
+Bootstrap bootstrap_of(Call& call, const NodeEntry& prefill) {
+  Bootstrap bootstrap{prefill.host, prefill.bootstrap_port, call.g.random64() >> 1};
+  if (bootstrap.host.find(':') != std::string::npos) bootstrap.host = "[" + bootstrap.host + "]";
+  return bootstrap;
 }
 
 Task<void> run_parallel(Call& call) {
   using namespace asio::experimental::awaitable_operators;
-  std::vector<std::uint32_t> tried_prefill;
+  LegRequest prefill_request;
+  prefill_request.role = Role::kPrefill;
   std::vector<std::uint32_t> tried_decode;
   const std::uint32_t attempts =
       std::max(call.g.config.retries.prefill_attempts, call.g.config.retries.decode_attempts);
   for (std::uint32_t attempt = 0; attempt < attempts; ++attempt) {
     if (attempt > 0) call.prefill_retries++;
-    call.life.mark(Stage::kWaitingPrefill, call.g.clock.now());
-    Ticket prefill_ticket = make_ticket(call, Role::kPrefill, attempt, tried_prefill, "");
-    auto prefill = co_await acquire(call.g, std::move(prefill_ticket), &call);
+    prefill_request.attempt = attempt;
+    auto prefill = co_await next_leg(call, prefill_request);
     if (!prefill) {
       if (attempt > 0 && prefill.error().code == ErrorCode::kUnavailable) break;
       co_await answer_no_node(call, prefill.error());
       co_return;
     }
-    call.life.mark(Stage::kPrefillScheduled, call.g.clock.now());
-    call.prefill_node = prefill->node;
-    call.entry.prefill_node.store(prefill->lease.node, std::memory_order_relaxed);
-    call.life.mark(Stage::kWaitingDecode, call.g.clock.now());
-    Ticket decode_ticket = make_ticket(call, Role::kDecode, attempt, tried_decode, prefill->group,
-                                       prefill->lease.node);
-    auto decode = co_await acquire(call.g, std::move(decode_ticket), &call);
+    // A fresh pair: never the failed decode, and in the new prefill's group.
+    LegRequest decode_request;
+    decode_request.role = Role::kDecode;
+    decode_request.attempt = attempt;
+    decode_request.tried = tried_decode;
+    decode_request.group = prefill->placement.group;
+    decode_request.prefill_node = prefill->id();
+    auto decode = co_await next_leg(call, decode_request);
     if (!decode) {
-      call.g.dispatcher->release(prefill->lease, Outcome::kNeutral);
       if (attempt > 0 && decode.error().code == ErrorCode::kUnavailable) break;
       co_await answer_no_node(call, decode.error());
       co_return;
     }
-    LeaseGuard decode_lease(*call.g.dispatcher, decode->lease);
-    call.life.mark(Stage::kDecodeScheduled, call.g.clock.now());
-    call.decode_node = decode->node;
-    call.entry.decode_node.store(decode->lease.node, std::memory_order_relaxed);
-    auto node = call.g.directory.find(prefill->node);
-    if (!node) {
-      call.g.dispatcher->release(prefill->lease, Outcome::kNeutral);
-      tried_prefill.push_back(prefill->lease.node);
-      continue;
-    }
-    Bootstrap bootstrap{node->host, node->bootstrap_port, call.g.random64() >> 1};
-    if (bootstrap.host.find(':') != std::string::npos) bootstrap.host = "[" + bootstrap.host + "]";
-    auto body = bootstrap_body(call.request.body, bootstrap);
-    if (!body) {
-      call.g.dispatcher->release(prefill->lease, Outcome::kNeutral);
-      co_await answer_error(call, 400, body.error().message, RequestOutcome::kClientError);
-      co_return;
-    }
+    const std::string body = bootstrap_body(call.members, bootstrap_of(call, prefill->node));
     PrefillEnd prefill_end = PrefillEnd::kPending;
-    bool decode_ended = false;
-    LegResult decode_result;
-    std::string prefill_copy = *body;
-    call.decode_lease = &decode_lease;
+    std::optional<http::Response> refusal;
+    call.decode_lease = &decode->lease;
     // Named first: GCC 12 mishandles temporaries inside a co_await expression.
-    auto both = decode_leg(call, *decode, std::move(*body), decode_ended) ||
-                prefill_leg(call, *node, std::move(prefill_copy), prefill_end);
+    auto both =
+        decode_leg(call, *decode, body) || prefill_leg(call, *prefill, body, prefill_end, refusal);
     auto winner = co_await std::move(both);
     call.decode_lease = nullptr;
-    if (winner.index() == 0) decode_result = std::get<0>(winner);
-    const bool prefill_failed = prefill_end == PrefillEnd::kFailed;
-    if (prefill_failed) {
+    if (prefill_end == PrefillEnd::kFailed) {
       call.g.metrics.prefill_errors->inc();
       call.g.metrics.cancelled_legs->inc();
+      prefill->lease.release(Outcome::kFailure);
     } else if (prefill_end == PrefillEnd::kPending) {
       call.g.metrics.cancelled_legs->inc();  // the decode ended first: the prefill was cancelled
     }
-    const Outcome prefill_outcome = prefill_failed                   ? Outcome::kFailure
-                                    : prefill_end == PrefillEnd::kOk ? Outcome::kSuccess
-                                                                     : Outcome::kNeutral;
-    call.g.dispatcher->release(prefill->lease, prefill_outcome);
+    if (winner.index() == 1 && prefill_end == PrefillEnd::kRefused) {
+      // The prefill refused the request itself: its answer is the client's; nobody failed.
+      prefill->lease.release(Outcome::kSuccess);
+      decode->lease.release(Outcome::kNeutral);
+      call.g.metrics.cancelled_legs->inc();
+      if (!call.writer.started() && !call.client_gone) {
+        co_await relay_refusal(call, refusal->status, refusal->headers, std::move(refusal->body));
+      }
+      co_return;
+    }
     if (winner.index() == 1) {
       // The prefill failed and the decode was cancelled; the decode node is not to blame.
-      decode_lease.release(Outcome::kNeutral);
-      if (call.writer.started()) co_return;  // the decode already sent the error event
-      tried_prefill.push_back(prefill->lease.node);
+      decode->lease.release(Outcome::kNeutral);
+      if (call.writer.started() || call.client_gone) co_return;  // the decode already answered
+      prefill_request.tried.push_back(prefill->id());
       continue;
     }
-    decode_lease.release(decode_result.node_outcome);
+    const LegResult decode_result = std::get<0>(winner);
+    decode->lease.release(decode_result.node_outcome);
     if (decode_result.end == LegEnd::kDone) co_return;
     call.g.metrics.decode_errors->inc();
-    tried_decode.push_back(decode->lease.node);
+    tried_decode.push_back(decode->id());
   }
   co_await answer_error(call, 502, "every prefill/decode pair failed: " + call.error,
                         RequestOutcome::kUpstreamError, "BadGatewayError");
 }
+
+// ---- the request ----------------------------------------------------------------------------
 
 // The client's body without the fields the proxy owns (client_pd_fields: strip), or false
 // after a 400 (reject).
@@ -369,96 +331,52 @@ void bound_max_tokens(Call& call) {
   call.info.max_tokens = context > prompt ? context - prompt : 1;
 }
 
-}  // namespace
-
-Task<Result<Placement>> acquire(Gateway::Impl& g, Ticket ticket, Call* client) {
-  auto executor = co_await asio::this_coro::executor;
-  auto wait = std::make_shared<DecisionWait>(executor);
-  const std::uint64_t id = ticket.id;
-  // Usually the decision is made inside submit(), on this thread (the dispatcher combines):
-  // then it is taken at once, with no post and no wake-up. Otherwise the master that made it
-  // posts it here.
-  Status submitted =
-      g.dispatcher->submit(std::move(ticket), [wait, &g](Result<Placement> decision) {
-        if (std::this_thread::get_id() == wait->thread) {
-          wait->take(g, std::move(decision));
-          return;
-        }
-        asio::post(wait->executor, [wait, &g, decision = std::move(decision)]() mutable {
-          wait->take(g, std::move(decision));
-        });
-      });
-  if (!submitted) co_return std::move(submitted).error();
-  if (wait->result) co_return std::move(*wait->result);
-  // The ticket waits in the proxy queue: a client that leaves meanwhile cancels it at once.
-  wait->timer.emplace(executor);
-  std::optional<detail::Unwatch> unwatch;
-  if (client && client->writer.watch_close([wait, client] {
-        client->client_gone = true;
-        wait->client_gone = true;
-        wait->timer->cancel();
-      })) {
-    unwatch.emplace(client->writer);
+// The client's id (checked by the head screen: visible ASCII, at most 256 bytes) is for logs
+// and echoed back; the engines get an id of ours, unique per call, so that two clients sending
+// one id can never share (or free) each other's KV on an engine. It keeps the client's id as a
+// prefix so that engine logs can still be searched by it (vLLM suffixes its own ids the same way).
+void name_the_call(Call& call) {
+  auto given_id = call.request.headers.get("X-Request-Id");
+  if (given_id && !given_id->empty()) {
+    call.request_id = std::string(*given_id);
+    call.engine_request_id = call.request_id + "-" + call.g.new_request_id().substr(0, 16);
+  } else {
+    call.request_id = call.g.new_request_id();
+    call.engine_request_id = call.request_id;
   }
-  // The scheduler answers within the queue timeout; the margin covers its tick.
-  wait->timer->expires_after(g.config.timeouts.queue + std::chrono::seconds(5));
-  while (!wait->result) {
-    auto [ec] = co_await wait->timer->async_wait(kAsTuple);
-    if (wait->client_gone && !wait->result) {
-      wait->abandoned = true;
-      g.dispatcher->cancel(id);
-      co_return client_gone_error();
-    }
-    if (!ec && !wait->result) {
-      wait->abandoned = true;
-      g.dispatcher->cancel(id);
-      co_return make_error(ErrorCode::kTimeout, "the scheduler did not answer in time");
-    }
-  }
-  co_return std::move(*wait->result);
 }
 
-http::Request upstream_request(const Call& call, std::string body) {
-  http::Request request;
-  request.method = http::Method::kPost;
-  request.target = engine_target(call);  // /v1/completions for a converted chat request
-  request.headers.add("Content-Type", "application/json");
-  request.headers.add("X-Request-Id", call.engine_request_id);
-  request.body = std::move(body);
-  return request;
-}
-
-Task<void> answer_error(Call& call, int status, std::string message, RequestOutcome outcome,
-                        std::string_view type, std::string_view param) {
-  call.outcome = call.client_gone ? RequestOutcome::kClientDisconnected : outcome;
-  call.status = call.client_gone ? kClientClosedRequest : status;
-  if (call.error.empty()) call.error = message;
-  if (call.writer.started() || call.client_gone) co_return;
-  http::Response response = http::error_response(status, message, type, param);
-  response.headers.add("X-Request-Id", call.request_id);
-  if (status == 429) response.headers.add("Retry-After", "1");
-  call.bytes_out += response.body.size();
-  (void)co_await call.writer.send(std::move(response));
-}
-
-Task<void> answer_no_node(Call& call, const Error& error) {
-  call.error = error.to_string();
-  if (call.client_gone) {
-    co_await answer_error(call, kClientClosedRequest, error.message,
-                          RequestOutcome::kClientDisconnected);
+Task<void> serve(Call& call) {
+  co_await asio::this_coro::throw_if_cancelled(false);
+  ChatBridge chat;  // --chat-to-completions; the legs reach it through call.entry.chat
+  BadRequest bad;
+  auto info = inspect_request(call.request.body, call.api, &bad);
+  if (!info) {
+    co_await answer_error(call, 400, bad.message, RequestOutcome::kClientError, "BadRequestError",
+                          bad.param);
     co_return;
   }
-  if (error.code == ErrorCode::kResourceExhausted) {
-    co_await answer_error(call, 429, "the proxy is at capacity; retry later",
-                          RequestOutcome::kRejected, "RateLimitError");
-  } else if (error.code == ErrorCode::kTimeout) {
-    co_await answer_error(call, 503, "no engine was free within the queue timeout",
-                          RequestOutcome::kTimeout, "ServiceUnavailableError");
-  } else {
-    co_await answer_error(call, 503, error.message, RequestOutcome::kUpstreamError,
-                          "ServiceUnavailableError");
+  call.info = *info;
+  if (!co_await take_proxy_owned_fields(call)) co_return;
+  if (!chat.begin(call)) read_prompt(call);  // a converted chat request has its ids already
+  bound_max_tokens(call);
+  // The body is final now: cut it into members once; every leg rebuilds its body from them.
+  call.members = detail::scan_valid_object(call.request.body);
+  // The prefix lookup itself happens in the scheduler, with the placement.
+  call.life.mark(Stage::kTokenized, call.g.clock.now());
+  call.life.mark(Stage::kPrefixMatched, call.g.clock.now());
+  switch (call.g.config.pd_mode) {
+    case PdMode::kSequential: co_await run_sequential(call); break;
+    case PdMode::kParallel: co_await run_parallel(call); break;
+    case PdMode::kAggregated: {
+      const LegRequest whole;
+      co_await run_decode(call, call.request.body, whole);
+      break;
+    }
   }
 }
+
+}  // namespace
 
 Task<void> handle_generate(Gateway::Impl& g, http::Request& request, http::ResponseWriter& writer,
                            Api api) {
@@ -469,47 +387,18 @@ Task<void> handle_generate(Gateway::Impl& g, http::Request& request, http::Respo
   call.id = g.new_id();
   call.wall = std::chrono::system_clock::now();
   call.life.mark(Stage::kReceived, g.clock.now());
-  // The client's id (checked by the head screen: visible ASCII, at most 256 bytes) is for
-  // logs and echoed back; the engines get an id of ours, unique per call, so that two
-  // clients sending one id can never share (or free) each other's KV on an engine.
-  // The engines' id keeps the client's as a prefix so that engine logs can still be searched
-  // by it (vLLM appends random characters to its internal ids the same way).
-  auto given_id = request.headers.get("X-Request-Id");
-  if (given_id && !given_id->empty()) {
-    call.request_id = std::string(*given_id);
-    call.engine_request_id = call.request_id + "-" + g.new_request_id().substr(0, 16);
-  } else {
-    call.request_id = g.new_request_id();
-    call.engine_request_id = call.request_id;
+  if (g.config.timeouts.request > Duration::zero()) {
+    call.deadline =
+        std::chrono::steady_clock::now() +
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(g.config.timeouts.request);
   }
+  name_the_call(call);
   call.entry.request_id = call.request_id;
   call.entry.route = std::string(request.path());
   call.entry.life = &call.life;
   call.entry.received = *call.life.at(Stage::kReceived);
   g.inflight.add(call.id, &call.entry);
-
-  BadRequest bad;
-  ChatBridge chat;  // --chat-to-completions; the legs reach it through call.entry.chat
-  // Authentication happened on the request head (auth.hpp), before the body was read.
-  if (auto info = inspect_request(request.body, api, &bad); !info) {
-    co_await answer_error(call, 400, bad.message, RequestOutcome::kClientError, "BadRequestError",
-                          bad.param);
-  } else if (call.info = *info; co_await take_proxy_owned_fields(call)) {
-    if (!chat.begin(call)) read_prompt(call);  // a converted chat request has its ids already
-    bound_max_tokens(call);
-    // The prefix lookup itself happens in the scheduler, with the placement.
-    call.life.mark(Stage::kTokenized, g.clock.now());
-    call.life.mark(Stage::kPrefixMatched, g.clock.now());
-    switch (g.config.pd_mode) {
-      case PdMode::kSequential: co_await run_sequential(call); break;
-      case PdMode::kParallel: co_await run_parallel(call); break;
-      case PdMode::kAggregated: {
-        std::string any_group;
-        co_await run_decode(call, request.body, std::move(any_group));
-        break;
-      }
-    }
-  }
+  co_await serve(call);
   g.inflight.remove(call.id);
   finish_call(call);
 }

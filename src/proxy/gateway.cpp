@@ -17,6 +17,7 @@ SchedulerOptions scheduler_options(const ProxyConfig& c) {
   o.failures_to_eject = c.health.failures_to_eject;
   o.ejection_time = c.health.ejection_time;
   o.max_ejection_time = c.health.max_ejection_time;
+  o.max_ejection_percent = c.health.max_ejection_percent;
   o.aggregated = c.pd_mode == PdMode::kAggregated;
   o.block_size = c.block_size;
   o.prefix.enabled = c.prefix_index.enabled;
@@ -207,9 +208,55 @@ http::Client& Gateway::Impl::decode_client(boost::asio::any_io_executor executor
 Gateway::Gateway(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Gateway::~Gateway() { stop(); }
 
+// The live way to engines: HTTP over each I/O thread's pools (a prefill pool whose read
+// deadline is the prefill leg's, a decode pool whose is the decode stream's idle gap).
+class HttpEngineClient final : public EngineClient {
+ public:
+  explicit HttpEngineClient(http::Client& client) : client_(client) {}
+  // The endpoint is named, not a temporary: GCC 12 destroys temporaries bound to reference
+  // parameters inside a co_await expression too early.
+  Task<Result<http::Response>> send(const NodeEntry& node, http::Request request,
+                                    http::Abort* abort) override {
+    const http::Endpoint to{node.host, node.port};
+    auto call = client_.send(to, std::move(request), abort);
+    co_return co_await std::move(call);
+  }
+  Task<Result<std::unique_ptr<http::ResponseStream>>> open(const NodeEntry& node,
+                                                           http::Request request,
+                                                           http::Abort* abort) override {
+    const http::Endpoint to{node.host, node.port};
+    auto call = client_.open(to, std::move(request), abort);
+    co_return co_await std::move(call);
+  }
+
+ private:
+  http::Client& client_;
+};
+
+thread_local std::unique_ptr<HttpEngineClient> t_prefill_engines;
+thread_local std::unique_ptr<HttpEngineClient> t_decode_engines;
+
+EngineClients http_engine_clients(Gateway::Impl& g) {
+  return [&g](const boost::asio::any_io_executor& executor, Role role) -> EngineClient& {
+    auto& slot = role == Role::kPrefill ? t_prefill_engines : t_decode_engines;
+    if (!slot) {
+      slot = std::make_unique<HttpEngineClient>(role == Role::kPrefill ? g.prefill_client(executor)
+                                                                       : g.decode_client(executor));
+    }
+    return *slot;
+  };
+}
+
 Result<std::unique_ptr<Gateway>> Gateway::create(ProxyConfig config) {
-  auto impl = std::make_unique<Impl>();
+  auto impl = make_gateway_impl(std::move(config));
+  if (!impl) return std::move(impl).error();
+  return std::unique_ptr<Gateway>(new Gateway(std::move(*impl)));
+}
+
+Result<std::unique_ptr<Gateway::Impl>> make_gateway_impl(ProxyConfig config, const Clock* clock) {
+  auto impl = std::make_unique<Gateway::Impl>(clock);
   impl->config = std::move(config);
+  impl->engine_clients = http_engine_clients(*impl);
   auto policy = sched::make_placement_policy(impl->config.policy, policy_settings(impl->config));
   if (!policy) return std::move(policy).error();
   auto prompts = PromptReader::create(prompt_options(impl->config));
@@ -250,7 +297,7 @@ Result<std::unique_ptr<Gateway>> Gateway::create(ProxyConfig config) {
   hooks.on_refused = [gp](const http::RefusedRequest& refused) { log_refused(*gp, refused); };
   impl->server = std::make_unique<http::Server>(server_options(impl->config), make_handler(*impl),
                                                 std::move(hooks));
-  return std::unique_ptr<Gateway>(new Gateway(std::move(impl)));
+  return impl;
 }
 
 Status Gateway::start() {

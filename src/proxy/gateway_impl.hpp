@@ -17,6 +17,7 @@
 #include "auth.hpp"
 #include "chat_bridge.hpp"
 #include "dispatcher.hpp"
+#include "engine_client.hpp"
 #include "kv_feed.hpp"
 #include "model_catalog.hpp"
 #include "omni/http/client.hpp"
@@ -96,9 +97,13 @@ struct PlainRequestLog {
 };
 
 struct Gateway::Impl {
+  // `clock`: the scheduler's and the lifecycle's time (tests inject a ManualClock); the
+  // steady clock when null.
+  explicit Impl(const Clock* injected = nullptr) : clock(injected ? *injected : steady_clock) {}
   ProxyConfig config;
   AccessRules access;  // API keys and the admin token, checked on request heads
-  SteadyClock clock;
+  SteadyClock steady_clock;
+  const Clock& clock;
   metrics::Registry registry;
   ProxyMetrics metrics;
   std::unique_ptr<Dispatcher> dispatcher;
@@ -138,7 +143,15 @@ struct Gateway::Impl {
   // The calling I/O thread's clients (one per thread, as the HTTP client requires).
   http::Client& prefill_client(boost::asio::any_io_executor executor);
   http::Client& decode_client(boost::asio::any_io_executor executor);
+  // How the legs reach engines (engine_client.hpp): HTTP over the clients above, unless a test
+  // puts fakes here before the first request.
+  EngineClients engine_clients;
 };
+
+// Builds the whole gateway (every piece but the listener's start) from a configuration: what
+// Gateway::create runs, and what in-process tests use with their own clock and engine clients.
+Result<std::unique_ptr<Gateway::Impl>> make_gateway_impl(ProxyConfig config,
+                                                         const Clock* clock = nullptr);
 
 // Routes: serving, probes, metrics, admin.
 http::Handler make_handler(Gateway::Impl& gateway);

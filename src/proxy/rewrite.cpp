@@ -114,9 +114,15 @@ Result<std::vector<JsonMember>> scan_object(std::string_view json_text) {
 Result<std::string> edit_object(std::string_view object, const std::vector<JsonEdit>& edits) {
   auto members = scan_object(object);
   if (!members) return std::move(members).error();
+  return edit_members(*members, edits);
+}
+
+std::string edit_members(std::span<const JsonMember> members, const std::vector<JsonEdit>& edits) {
   std::vector<bool> done(edits.size(), false);
+  std::size_t size = 2;
+  for (const JsonMember& member : members) size += member.key.size() + member.value.size() + 4;
   std::string out;
-  out.reserve(object.size() + 256);
+  out.reserve(size + 256);
   out.push_back('{');
   auto append_member = [&out](std::string_view key, std::string_view value) {
     if (out.size() > 1) out.push_back(',');
@@ -124,7 +130,7 @@ Result<std::string> edit_object(std::string_view object, const std::vector<JsonE
     out.push_back(':');
     out += value;
   };
-  for (const JsonMember& member : *members) {
+  for (const JsonMember& member : members) {
     std::size_t edit = 0;
     while (edit < edits.size() && edits[edit].key != member.key) ++edit;
     if (edit == edits.size()) {
@@ -145,8 +151,12 @@ Result<std::string> edit_object(std::string_view object, const std::vector<JsonE
 Result<std::string> prefill_body(std::string_view body) {
   auto members = scan_object(body);
   if (!members) return std::move(members).error();
+  return prefill_body(std::span<const JsonMember>(*members));
+}
+
+std::string prefill_body(std::span<const JsonMember> members) {
   bool has_max_completion_tokens = false;
-  for (const JsonMember& member : *members) {
+  for (const JsonMember& member : members) {
     if (member.key == "max_completion_tokens") has_max_completion_tokens = true;
   }
   std::vector<JsonEdit> edits = {
@@ -160,12 +170,17 @@ Result<std::string> prefill_body(std::string_view body) {
        R"("remote_block_ids":null,"remote_host":null,"remote_port":null})"},
   };
   if (has_max_completion_tokens) edits.push_back({"max_completion_tokens", "1"});
-  return edit_object(body, edits);
+  return edit_members(members, edits);
 }
 
 Result<std::string> decode_body(std::string_view body, std::string_view kv_transfer_params) {
-  const std::vector<JsonEdit> edits = {{"kv_transfer_params", std::string(kv_transfer_params)}};
-  return edit_object(body, edits);
+  auto members = scan_object(body);
+  if (!members) return std::move(members).error();
+  return decode_body(std::span<const JsonMember>(*members), kv_transfer_params);
+}
+
+std::string decode_body(std::span<const JsonMember> members, std::string_view kv_transfer_params) {
+  return edit_members(members, {{"kv_transfer_params", std::string(kv_transfer_params)}});
 }
 
 Result<std::optional<std::string>> kv_transfer_params_of(std::string_view response_body) {
@@ -185,12 +200,17 @@ Result<std::optional<std::string>> kv_transfer_params_of(std::string_view respon
 }
 
 Result<std::string> bootstrap_body(std::string_view body, const Bootstrap& bootstrap) {
-  const std::vector<JsonEdit> edits = {
-      {"bootstrap_host", json_quote(bootstrap.host)},
-      {"bootstrap_port", std::to_string(bootstrap.port)},
-      {"bootstrap_room", std::to_string(bootstrap.room)},
-  };
-  return edit_object(body, edits);
+  auto members = scan_object(body);
+  if (!members) return std::move(members).error();
+  return bootstrap_body(std::span<const JsonMember>(*members), bootstrap);
+}
+
+std::string bootstrap_body(std::span<const JsonMember> members, const Bootstrap& bootstrap) {
+  return edit_members(members, {
+                                   {"bootstrap_host", json_quote(bootstrap.host)},
+                                   {"bootstrap_port", std::to_string(bootstrap.port)},
+                                   {"bootstrap_room", std::to_string(bootstrap.room)},
+                               });
 }
 
 std::string json_quote(std::string_view text) {

@@ -587,13 +587,28 @@ void Scheduler::refresh_circuits(TimePoint now) {
   }
 }
 
+bool Scheduler::may_eject(Role role) const {
+  std::size_t pool = 0;
+  std::size_t ejected = 0;
+  for (const Node& node : nodes_) {
+    if (node.status.spec.role != role || node.status.removed) continue;
+    ++pool;
+    ejected += node.status.health == NodeHealth::kEjected ? 1 : 0;
+  }
+  const auto allowed = std::max<std::size_t>(
+      1,
+      static_cast<std::size_t>(static_cast<double>(pool) * options_.max_ejection_percent / 100.0));
+  return ejected < allowed;
+}
+
 void Scheduler::record_failure(Node& node, TimePoint now) {
   NodeStatus& s = node.status;
   s.failures += 1;
   s.consecutive_failures += 1;
   const bool trial_failed = s.health == NodeHealth::kTrial;
   if (!trial_failed && s.consecutive_failures < options_.failures_to_eject) return;
-  if (s.health == NodeHealth::kDown) return;  // already out; the probe brings it back
+  if (s.health == NodeHealth::kDown) return;             // already out; the probe brings it back
+  if (!trial_failed && !may_eject(s.spec.role)) return;  // the ejection floor
   s.health = NodeHealth::kEjected;
   node.ejected_until = now + node.next_ejection;
   node.next_ejection = std::min(node.next_ejection * 2, options_.max_ejection_time);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 namespace omni::proxy {
 namespace {
 
@@ -230,6 +232,29 @@ TEST_F(ProxySchedulerTest, CancelRemovesAWaitingTicket) {
   EXPECT_TRUE(scheduler->cancel(3));
   EXPECT_FALSE(scheduler->cancel(3));
   EXPECT_EQ(scheduler->waiting(), 0u);
+}
+
+// Many nodes failing together (a shared dependency down, a bad deploy) must not empty a pool:
+// at most max_ejection_percent of a role is ejected at once, at least one may always be.
+TEST_F(ProxySchedulerTest, EjectionFloorKeepsAPoolRoutable) {
+  SchedulerOptions options;
+  options.failures_to_eject = 1;
+  options.max_ejection_percent = 50;
+  make(options);
+  const std::uint32_t p0 = id_of("p0");
+  const std::uint32_t p1 = id_of("p1");
+  EXPECT_EQ(place(ticket(1, Role::kPrefill, 10)), "p0");
+  scheduler->release(last, Outcome::kFailure);
+  Ticket second = ticket(2, Role::kPrefill, 10);
+  second.tried = {p0};
+  EXPECT_EQ(place(second), "p1");
+  scheduler->release(last, Outcome::kFailure);
+  std::map<std::string, NodeHealth> health;
+  for (const auto& n : scheduler->nodes()) health[n.spec.name] = n.health;
+  EXPECT_EQ(health["p0"], NodeHealth::kEjected);
+  EXPECT_EQ(health["p1"], NodeHealth::kUp) << "half of two prefill nodes may be out, not both";
+  EXPECT_EQ(place(ticket(3, Role::kPrefill, 10)), "p1");
+  (void)p1;
 }
 
 TEST(ProxyRoundRobin, TakesCandidatesInTurn) {

@@ -75,7 +75,9 @@ struct LimitsConfig {
 struct TimeoutsConfig {
   Duration connect = 2s;
   Duration prefill = 120s;      // the whole prefill leg
+  Duration first_token = 120s;  // a decode leg's first event (or whole answer), from its send
   Duration decode_idle = 120s;  // the longest silence from a decode stream
+  Duration request = 3600s;     // the whole request; 0s: no bound
   Duration queue = 30s;         // the longest wait in the proxy queue
   Duration client_idle = 60s;
   Duration client_write = 30s;  // one write to a client may block this long (slow readers)
@@ -94,7 +96,8 @@ struct HealthConfig {
   std::uint32_t failures_to_eject = 3;  // consecutive failed requests (passive)
   Duration ejection_time = 5s;
   Duration max_ejection_time = 60s;
-  bool engine_metrics = true;  // read each engine's /metrics load with every probe
+  double max_ejection_percent = 50.0;  // of a role's nodes ejected at once (at least one)
+  bool engine_metrics = true;          // read each engine's /metrics load with every probe
 };
 
 struct ProxyConfig {

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,12 +92,19 @@ struct JsonEdit {
 // byte for byte.
 Result<std::string> edit_object(std::string_view object, const std::vector<JsonEdit>& edits);
 
+// The same on members scan_object() already found (spans into their object, which must
+// outlive the call): no second validating pass. Every leg's body is rebuilt this way from the
+// one scan of the client's body.
+std::string edit_members(std::span<const JsonMember> members, const std::vector<JsonEdit>& edits);
+
 // Sequential PD (vLLM NixlConnector), the prefill leg: stream false, max_tokens 1 (and
 // max_completion_tokens 1 when present), no stream_options / min_tokens /
 // min_completion_tokens, kv_transfer_params asking for a remote decode.
 Result<std::string> prefill_body(std::string_view body);
+std::string prefill_body(std::span<const JsonMember> members);
 // The decode leg: the client's body with kv_transfer_params replaced verbatim by the prefill's.
 Result<std::string> decode_body(std::string_view body, std::string_view kv_transfer_params);
+std::string decode_body(std::span<const JsonMember> members, std::string_view kv_transfer_params);
 // The raw kv_transfer_params object of a prefill's non-streaming answer; nullopt when it is
 // absent, null, or not a non-empty object (the prefill then "returned no usable params").
 Result<std::optional<std::string>> kv_transfer_params_of(std::string_view response_body);
@@ -108,6 +116,7 @@ struct Bootstrap {
   std::uint64_t room = 0;  // [0, 2^63 - 1]
 };
 Result<std::string> bootstrap_body(std::string_view body, const Bootstrap& bootstrap);
+std::string bootstrap_body(std::span<const JsonMember> members, const Bootstrap& bootstrap);
 
 // Writes `text` as a JSON string literal (quotes included).
 std::string json_quote(std::string_view text);

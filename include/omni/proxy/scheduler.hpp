@@ -102,6 +102,9 @@ struct SchedulerOptions {
   std::uint32_t failures_to_eject = 3;   // consecutive failures that open the circuit
   Duration ejection_time = 5s;           // first cool-down; doubles per re-ejection
   Duration max_ejection_time = 60s;
+  // At most this share of a role's nodes is ejected at once (at least one may always be), as
+  // Envoy's max_ejection_percent: when many nodes fail together the pool stays routable.
+  double max_ejection_percent = 50.0;
   bool aggregated = false;  // one engine serves whole requests (decode pool)
   // Aggregated mode: until first_token() says a request's prefill ended, its uncached prompt
   // counts as queued prefill work for uncached / this speed, or until its release.
@@ -284,6 +287,7 @@ class Scheduler {
   bool any_possible(const Ticket& ticket) const;
   void refresh_circuits(TimePoint now);
   void record_failure(Node& node, TimePoint now);
+  bool may_eject(Role role) const;
   enum class Placed { kPlaced, kNoCandidate, kHeld };
   Placed place(Waiting& waiting, TimePoint now, Lease& lease);
   sched::Stage stage_of(const Ticket& ticket) const;

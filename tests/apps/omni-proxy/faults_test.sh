@@ -32,10 +32,10 @@ for mode in ${MODES:-sequential parallel}; do
 done
 
 echo "[$SECONDS s] step 2" >&2
-# 2. A decode engine answering 500: requests are retried on the other one before any byte,
+# 2. A decode engine answering 503: requests are retried on the other one before any byte,
 #    and the failing node's circuit opens.
 start_engine good
-start_engine bad --fail-status 500
+start_engine bad --fail-status 503
 start_proxy retry --pd-mode aggregated --decode-endpoints "127.0.0.1:$PORT_bad,127.0.0.1:$PORT_good" \
   --health-failures-to-eject 2 --health-interval 0s
 for i in $(seq 6); do
@@ -47,6 +47,47 @@ body_has "(.nodes[] | select(.name == \"127.0.0.1:$PORT_bad\") | .health == \"ej
 jq -e -s 'map(select(.pd_mode != null) | .decode_retries) | add == 2' "$work/retry.access.jsonl" >/dev/null || fail "retries not logged"
 stop_pid "$PID_retry"
 stop_pid "$PID_bad"
+
+echo "[$SECONDS s] step 2b" >&2
+# 2b. No client can take routing down: engines refusing the *request* (501 "not supported",
+#     400, a 500 about the request) are answered to the client untouched — status and body —
+#     never retried elsewhere, never counted against the node, in every PD mode.
+start_engine n501 --fail-status 501
+start_engine n400 --fail-status 400
+start_engine n500 --fail-status 500
+start_engine okp
+for bad in n501 n400 n500; do
+  port_var=PORT_$bad
+  for mode in aggregated sequential; do
+    if [ "$mode" = aggregated ]; then
+      start_proxy refuse$bad$mode --pd-mode aggregated --decode-endpoints "127.0.0.1:${!port_var},127.0.0.1:$PORT_okp" \
+        --health-failures-to-eject 1 --health-interval 0s --policy round-robin
+    else
+      start_proxy refuse$bad$mode --prefill-endpoints "127.0.0.1:${!port_var}" --decode-endpoints "127.0.0.1:$PORT_okp" \
+        --health-failures-to-eject 1 --health-interval 0s
+    fi
+    before=0
+    [ -f "$work/$bad.jsonl" ] && before=$(wc -l <"$work/$bad.jsonl")
+    refused=0
+    for i in $(seq 4); do
+      status=$(post /v1/completions '{"prompt":"x","max_tokens":2,"n":2}')
+      if [ "$status" = "${bad#n}" ]; then
+        refused=$((refused + 1))
+        body_has '.error.message == "injected failure"' "$mode: the engine's own body must reach the client"
+      else
+        expect_status 200 "$status" "$mode $bad round-robin to the good engine"
+      fi
+    done
+    [ "$refused" -ge 1 ] || fail "$mode: the $bad engine was never asked"
+    after=$(wc -l <"$work/$bad.jsonl")
+    [ $((after - before)) -eq "$refused" ] || fail "$mode: $bad refusals were retried ($((after - before)) calls for $refused)"
+    get /admin/nodes >/dev/null
+    body_has "[.nodes[] | select(.name == \"127.0.0.1:${!port_var}\") | .health] == [\"up\"]" \
+      "$mode: refusing a bad request must not eject the node"
+    body_has "[.nodes[] | .consecutive_failures] | add == 0" "$mode: refusals counted as failures"
+    eval "stop_pid \$PID_refuse$bad$mode"
+  done
+done
 
 echo "[$SECONDS s] step 3" >&2
 # 3. The engine dies after streaming started: an error event, then [DONE], never a silent cut.

@@ -25,7 +25,7 @@ stop_pid "$PID_prefill"
 
 # 2. Parallel, prefill fails fast while the decode stalls: the decode is cancelled at once
 #    (no waiting for its timeout) and the client gets a 502 before anything was streamed.
-start_engine badprefill --fail-status 500
+start_engine badprefill --fail-status 503
 stop_pid "$PID_decode"
 start_engine stalldecode --stall 20s
 start_proxy parallel2 --pd-mode parallel --prefill-endpoints "127.0.0.1:$PORT_badprefill" \

@@ -1,0 +1,424 @@
+// The PD orchestrator in-process: the gateway's request path (handle_generate: the three PD
+// modes, retries, leg deadlines, client departures) over scripted fake engines and a fake
+// client, no socket anywhere. Each test asserts the exact sequence of engine calls and what each
+// node's health learned.
+#include <gtest/gtest.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <deque>
+#include <future>
+#include <map>
+#include <set>
+
+#include "call.hpp"
+
+namespace omni::proxy {
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+constexpr auto kAsTuple = asio::as_tuple(asio::use_awaitable);
+
+// What one engine call does.
+struct Act {
+  enum Kind { kAnswer, kStatus, kRefuseConnection, kHang, kStallAfter } kind = kAnswer;
+  int status = 200;
+  int pieces = 3;  // streamed events before the end (kStallAfter: before the stall)
+};
+
+struct CallRecord {
+  std::string node;
+  bool prefill = false;  // carried do_remote_decode
+  bool aborted = false;
+};
+
+// Every node's script (acts in order; the last one repeats) and the log of calls.
+class FakeEngines final : public EngineClient {
+ public:
+  std::map<std::string, std::deque<Act>> script;
+  std::vector<CallRecord> calls;
+
+  Task<Result<http::Response>> send(const NodeEntry& node, http::Request request,
+                                    http::Abort* abort) override {
+    const std::size_t index = record(node, request);
+    const Act act = next_act(node.spec.name);
+    if (act.kind == Act::kRefuseConnection)
+      co_return make_error(ErrorCode::kUnavailable, "refused");
+    if (act.kind == Act::kHang) co_return co_await hang(index, abort);
+    http::Response response;
+    response.status = act.kind == Act::kStatus ? act.status : 200;
+    response.headers.add("Content-Type", "application/json");
+    if (response.status != 200) {
+      response.body =
+          R"({"error":{"message":"engine says no","code":)" + std::to_string(act.status) + "}}";
+    } else if (calls[index].prefill) {
+      response.body = R"({"choices":[{"text":"x"}],"kv_transfer_params":{"remote_engine_id":")" +
+                      node.spec.name + R"(","remote_block_ids":[[1]]}})";
+    } else {
+      response.body = R"({"choices":[{"text":" done","finish_reason":"length"}]})";
+    }
+    co_return response;
+  }
+
+  Task<Result<std::unique_ptr<http::ResponseStream>>> open(const NodeEntry& node,
+                                                           http::Request request,
+                                                           http::Abort* abort) override {
+    const std::size_t index = record(node, request);
+    const Act act = next_act(node.spec.name);
+    if (act.kind == Act::kRefuseConnection)
+      co_return make_error(ErrorCode::kUnavailable, "refused");
+    if (act.kind == Act::kHang) co_return co_await hang(index, abort);
+    co_return std::unique_ptr<http::ResponseStream>(
+        new Stream(*this, index, act, abort, co_await asio::this_coro::executor));
+  }
+
+  std::vector<std::string> nodes_called() const {
+    std::vector<std::string> out;
+    for (const CallRecord& c : calls) out.push_back(c.node);
+    return out;
+  }
+
+ private:
+  class Stream final : public http::ResponseStream {
+   public:
+    Stream(FakeEngines& owner, std::size_t index, Act act, http::Abort* abort,
+           asio::any_io_executor executor)
+        : owner_(owner), index_(index), act_(act), abort_(abort), executor_(std::move(executor)) {
+      headers_.add("Content-Type", "text/event-stream");
+    }
+    int status() const noexcept override { return act_.kind == Act::kStatus ? act_.status : 200; }
+    const http::Headers& headers() const noexcept override { return headers_; }
+    Task<Result<std::optional<std::string>>> next() override {
+      if (act_.kind == Act::kStatus) {
+        if (sent_++ > 0) co_return std::optional<std::string>();
+        co_return std::optional<std::string>(R"({"error":{"message":"engine says no"}})");
+      }
+      if (sent_ < act_.pieces) {
+        ++sent_;
+        co_return std::optional<std::string>("data: {\"choices\":[{\"text\":\"t\"}]}\n\n");
+      }
+      if (act_.kind == Act::kStallAfter) {
+        Error hung = co_await owner_.hang(index_, abort_);
+        co_return hung;
+      }
+      if (!done_) {
+        done_ = true;
+        co_return std::optional<std::string>("data: [DONE]\n\n");
+      }
+      co_return std::optional<std::string>();
+    }
+
+   private:
+    FakeEngines& owner_;
+    std::size_t index_;
+    Act act_;
+    http::Abort* abort_;
+    asio::any_io_executor executor_;
+    http::Headers headers_;
+    int sent_ = 0;
+    bool done_ = false;
+  };
+
+  std::size_t record(const NodeEntry& node, const http::Request& request) {
+    calls.push_back(
+        {node.spec.name, request.body.find("\"do_remote_decode\":true") != std::string::npos});
+    return calls.size() - 1;
+  }
+  Act next_act(const std::string& node) {
+    auto& acts = script[node];
+    if (acts.empty()) return Act{};
+    const Act act = acts.front();
+    if (acts.size() > 1) acts.pop_front();
+    return act;
+  }
+  // Waits until the caller aborts (a deadline, a client gone, the other leg failing).
+  Task<Error> hang(std::size_t index, http::Abort* abort) {
+    auto executor = co_await asio::this_coro::executor;
+    auto timer =
+        std::make_shared<asio::steady_timer>(executor, asio::steady_timer::time_point::max());
+    if (abort) abort->on_abort([timer] { timer->cancel(); });
+    (void)co_await timer->async_wait(kAsTuple);
+    if (abort) abort->on_abort({});
+    calls[index].aborted = true;
+    co_return make_error(ErrorCode::kCancelled, "aborted");
+  }
+};
+
+// The client: captures what the gateway sends; leave() closes its connection.
+class FakeClient final : public http::ResponseWriter {
+ public:
+  int status = 0;
+  std::string body;
+  bool streamed = false;
+  bool ended = false;
+
+  Task<Status> send(http::Response response) override {
+    status = response.status;
+    body = std::move(response.body);
+    started_ = true;
+    ended = true;
+    co_return ok_status();
+  }
+  Task<Status> begin_stream(int s, http::Headers) override {
+    status = s;
+    streamed = started_ = true;
+    co_return ok_status();
+  }
+  Task<Status> write_chunk(std::string_view data) override {
+    body += data;
+    co_return ok_status();
+  }
+  Task<Status> end_stream() override {
+    ended = true;
+    co_return ok_status();
+  }
+  bool started() const noexcept override { return started_; }
+  bool watch_close(std::function<void()> on_gone) override {
+    on_gone_ = std::move(on_gone);
+    return true;
+  }
+  void unwatch_close() override { on_gone_ = nullptr; }
+  void leave() {
+    if (auto gone = std::exchange(on_gone_, nullptr)) gone();
+  }
+  bool watching() const { return static_cast<bool>(on_gone_); }
+
+ private:
+  bool started_ = false;
+  std::function<void()> on_gone_;
+};
+
+class Orchestrator : public ::testing::Test {
+ protected:
+  void start(PdMode mode, std::function<void(ProxyConfig&)> tweak = {}) {
+    ProxyConfig config;
+    config.pd_mode = mode;
+    if (mode != PdMode::kAggregated)
+      config.prefill_endpoints = {"127.0.0.1:1001", "127.0.0.1:1002"};
+    config.decode_endpoints = {"127.0.0.1:2001", "127.0.0.1:2002"};
+    config.health.interval = 0s;
+    config.health.failures_to_eject = 5;
+    config.hash_seed = "0";
+    if (tweak) tweak(config);
+    auto made = make_gateway_impl(std::move(config), &clock);
+    ASSERT_TRUE(made.ok()) << made.error().message;
+    g = std::move(*made);
+    g->engine_clients = [this](const asio::any_io_executor&, Role) -> EngineClient& {
+      return engines;
+    };
+    g->dispatcher->start();
+  }
+  void TearDown() override {
+    if (g) g->dispatcher->stop();
+  }
+
+  // Serves one request to its end on this thread's io_context; `during` runs once the request
+  // is under way (e.g. the client leaving).
+  void serve(std::string body, FakeClient& client, std::function<void()> during = {}) {
+    http::Request request;
+    request.method = http::Method::kPost;
+    request.target = "/v1/completions";
+    request.body = std::move(body);
+    bool done = false;
+    asio::co_spawn(
+        io,
+        [&]() -> Task<void> {
+          co_await handle_generate(*g, request, client, Api::kCompletions);
+          done = true;
+        },
+        asio::detached);
+    if (during) {
+      asio::steady_timer timer(io, 30ms);
+      timer.async_wait([&](const boost::system::error_code&) { during(); });
+      io.run_for(5s);
+    } else {
+      io.run_for(5s);
+    }
+    io.restart();
+    ASSERT_TRUE(done) << "the request did not finish";
+  }
+
+  // What each node's health learned, read in the master context.
+  std::map<std::string, NodeStatus> health() {
+    std::promise<std::vector<NodeStatus>> got;
+    auto future = got.get_future();
+    EXPECT_TRUE(g->dispatcher->post([&got](Scheduler& s) { got.set_value(s.nodes()); }));
+    std::map<std::string, NodeStatus> out;
+    for (NodeStatus& n : future.get()) out[n.spec.name] = std::move(n);
+    return out;
+  }
+  std::string access_outcome() const { return last_outcome; }
+
+  ManualClock clock;
+  asio::io_context io;
+  FakeEngines engines;
+  std::unique_ptr<Gateway::Impl> g;
+  std::string last_outcome;
+};
+
+using Calls = std::vector<std::string>;
+const std::string kP1 = "127.0.0.1:1001", kP2 = "127.0.0.1:1002";
+const std::string kD1 = "127.0.0.1:2001", kD2 = "127.0.0.1:2002";
+
+TEST_F(Orchestrator, SequentialPrefill5xxIsRetriedElsewhereAndCountedAgainstItsNode) {
+  start(PdMode::kSequential);
+  engines.script[kP1] = {Act{Act::kStatus, 503}};
+  FakeClient client;
+  serve(R"({"prompt":"hello","max_tokens":4})", client);
+  EXPECT_EQ(client.status, 200);
+  EXPECT_EQ(engines.nodes_called(), (Calls{kP1, kP2, kD1}));
+  auto h = health();
+  EXPECT_EQ(h[kP1].failures, 1u);
+  EXPECT_EQ(h[kP2].failures, 0u);
+  EXPECT_EQ(h[kD1].failures, 0u);
+  EXPECT_EQ(h[kP1].load.running, 0u) << "every lease is released";
+}
+
+TEST_F(Orchestrator, DecodeFailureBeforeTheFirstByteGoesToTheOtherDecodeNode) {
+  start(PdMode::kSequential);
+  engines.script[kD1] = {Act{Act::kRefuseConnection}};
+  FakeClient client;
+  serve(R"({"prompt":"hello","max_tokens":4,"stream":true})", client);
+  EXPECT_EQ(client.status, 200);
+  EXPECT_TRUE(client.streamed);
+  EXPECT_NE(client.body.find("[DONE]"), std::string::npos);
+  EXPECT_EQ(engines.nodes_called(), (Calls{kP1, kD1, kD2}));
+  auto h = health();
+  EXPECT_EQ(h[kD1].failures, 1u);
+  EXPECT_EQ(h[kD2].failures, 0u);
+  EXPECT_EQ(h[kP1].failures, 0u);
+}
+
+TEST_F(Orchestrator, ParallelPrefillFailureCancelsTheDecodeAndRetriesAFreshPair) {
+  start(PdMode::kParallel);
+  engines.script[kP1] = {Act{Act::kStatus, 503}};
+  engines.script[kD1] = {Act{Act::kHang}};
+  FakeClient client;
+  serve(R"({"prompt":"hello","max_tokens":4})", client);
+  EXPECT_EQ(client.status, 200);
+  ASSERT_EQ(engines.calls.size(), 4u);
+  // The first pair, in either order, then a pair of fresh nodes.
+  EXPECT_EQ((std::set<std::string>{engines.calls[0].node, engines.calls[1].node}),
+            (std::set<std::string>{kP1, kD1}));
+  EXPECT_EQ((std::set<std::string>{engines.calls[2].node, engines.calls[3].node}),
+            (std::set<std::string>{kP2, kD2}));
+  for (const CallRecord& c : engines.calls) {
+    EXPECT_EQ(c.aborted, c.node == kD1) << c.node << ": only the first decode was cancelled";
+  }
+  auto h = health();
+  EXPECT_EQ(h[kP1].failures, 1u);
+  EXPECT_EQ(h[kD1].failures, 0u) << "the cancelled decode is not to blame";
+}
+
+TEST_F(Orchestrator, ClientLeavingWhileQueuedCancelsItsTicketAndCallsNoEngine) {
+  start(PdMode::kAggregated, [](ProxyConfig& c) {
+    c.decode_endpoints = {"127.0.0.1:2001"};
+    c.limits.node_max_running = 1;
+  });
+  engines.script[kD1] = {Act{Act::kHang}};
+  FakeClient first;
+  FakeClient queued;
+  http::Request r1;
+  r1.method = http::Method::kPost;
+  r1.target = "/v1/completions";
+  r1.body = R"({"prompt":"a","max_tokens":4})";
+  http::Request r2 = r1;
+  int finished = 0;
+  asio::co_spawn(
+      io,
+      [&]() -> Task<void> {
+        co_await handle_generate(*g, r1, first, Api::kCompletions);
+        ++finished;
+      },
+      asio::detached);
+  asio::co_spawn(
+      io,
+      [&]() -> Task<void> {
+        co_await handle_generate(*g, r2, queued, Api::kCompletions);
+        ++finished;
+      },
+      asio::detached);
+  asio::steady_timer leave(io, 50ms);
+  leave.async_wait([&](const boost::system::error_code&) {
+    EXPECT_TRUE(queued.watching()) << "the queued request watches its client";
+    queued.leave();
+    first.leave();
+  });
+  io.run_for(5s);
+  EXPECT_EQ(finished, 2);
+  EXPECT_EQ(engines.nodes_called(), (Calls{kD1})) << "the queued request never reached an engine";
+  EXPECT_TRUE(engines.calls[0].aborted) << "the first client's engine call was cancelled";
+  EXPECT_EQ(queued.status, 0) << "nothing is written to a client that left";
+  auto h = health();
+  EXPECT_EQ(h[kD1].failures, 0u);
+  EXPECT_EQ(h[kD1].load.running, 0u);
+  EXPECT_EQ(g->dispatcher->snapshot().waiting, 0u);
+}
+
+TEST_F(Orchestrator, PrefillDeadlineRetriesOnTheOtherPrefillNode) {
+  start(PdMode::kSequential, [](ProxyConfig& c) { c.timeouts.prefill = 50ms; });
+  engines.script[kP1] = {Act{Act::kHang}};
+  FakeClient client;
+  serve(R"({"prompt":"hello","max_tokens":4})", client);
+  EXPECT_EQ(client.status, 200);
+  EXPECT_EQ(engines.nodes_called(), (Calls{kP1, kP2, kD1}));
+  EXPECT_TRUE(engines.calls[0].aborted);
+  EXPECT_EQ(health()[kP1].failures, 1u);
+}
+
+TEST_F(Orchestrator, FirstTokenDeadlineRetriesOnTheOtherDecodeNode) {
+  start(PdMode::kSequential, [](ProxyConfig& c) { c.timeouts.first_token = 50ms; });
+  engines.script[kD1] = {Act{Act::kHang}};
+  FakeClient client;
+  serve(R"({"prompt":"hello","max_tokens":4,"stream":true})", client);
+  EXPECT_EQ(client.status, 200);
+  EXPECT_EQ(engines.nodes_called(), (Calls{kP1, kD1, kD2}));
+  EXPECT_TRUE(engines.calls[1].aborted);
+  EXPECT_EQ(health()[kD1].failures, 1u);
+}
+
+TEST_F(Orchestrator, DecodeIdleDeadlineEndsTheStreamWithAnErrorEvent) {
+  start(PdMode::kAggregated, [](ProxyConfig& c) { c.timeouts.decode_idle = 50ms; });
+  engines.script[kD1] = {Act{Act::kStallAfter, 200, 2}};
+  FakeClient client;
+  serve(R"({"prompt":"hello","max_tokens":4,"stream":true})", client);
+  EXPECT_EQ(client.status, 200);
+  EXPECT_TRUE(client.ended);
+  EXPECT_NE(client.body.find("silent for 50 ms"), std::string::npos) << client.body;
+  EXPECT_NE(client.body.find("data: [DONE]"), std::string::npos);
+  EXPECT_TRUE(engines.calls[0].aborted);
+  EXPECT_EQ(health()[kD1].failures, 1u);
+}
+
+TEST_F(Orchestrator, TheWholeRequestDeadlineBoundsEveryLeg) {
+  start(PdMode::kSequential, [](ProxyConfig& c) {
+    c.timeouts.request = 80ms;
+    c.retries.prefill_attempts = 2;
+  });
+  engines.script[kP1] = {Act{Act::kHang}};
+  engines.script[kP2] = {Act{Act::kHang}};
+  FakeClient client;
+  serve(R"({"prompt":"hello","max_tokens":4})", client);
+  EXPECT_EQ(client.status, 502);
+  EXPECT_NE(client.body.find("request deadline"), std::string::npos) << client.body;
+}
+
+TEST_F(Orchestrator, AnEnginesRefusalOfTheRequestIsRelayedNotRetried) {
+  start(PdMode::kAggregated);
+  engines.script[kD1] = {Act{Act::kStatus, 501}};
+  FakeClient client;
+  serve(R"({"prompt":"hello","max_tokens":4,"n":2})", client);
+  EXPECT_EQ(client.status, 501);
+  EXPECT_NE(client.body.find("engine says no"), std::string::npos);
+  EXPECT_EQ(engines.nodes_called(), (Calls{kD1}));
+  EXPECT_EQ(health()[kD1].failures, 0u);
+}
+
+}  // namespace
+}  // namespace omni::proxy
