@@ -297,6 +297,11 @@ Status ModelExecutor::draft(const engine::StepPlan& plan) {
     }
     chained.swap(next);
   }
+  if (draft_hook_) {
+    for (const int k : mtp_item_) {
+      if (k >= 0) draft_hook_(*items_[static_cast<std::size_t>(k)].seq);
+    }
+  }
   return ok_status();
 }
 

@@ -52,6 +52,9 @@ class ModelExecutor final : public engine::StepExecutor {
   Result<engine::ExecutedStep> execute(const engine::Engine& engine,
                                        const engine::StepPlan& plan) override;
   const ExecutorStats& stats() const noexcept { return stats_; }
+  // Tests and benchmarks: replaces a continuing sequence's MTP drafts after each step (an
+  // oracle drafter of a chosen acceptance); the MTP module still runs, so its cost is paid.
+  void set_draft_hook(std::function<void(Seq&)> hook) { draft_hook_ = std::move(hook); }
   model::Engine& model() noexcept { return model_; }
 
   // Appends `token` to `seq` (text, stop rules) and records it for this step; returns how it
@@ -95,6 +98,7 @@ class ModelExecutor final : public engine::StepExecutor {
   std::vector<model::SequenceStep> mtp_steps_;
   std::vector<std::vector<std::int32_t>> mtp_tokens_;
   std::vector<int> mtp_item_;
+  std::function<void(Seq&)> draft_hook_;
 };
 
 }  // namespace omni::serve

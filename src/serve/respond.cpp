@@ -79,7 +79,7 @@ std::string logprobs_json(const Job& job, ChoiceState& c, std::size_t from, std:
   if (job.endpoint == sim::Endpoint::kCompletions) {
     std::string offsets, values, tokens, tops;
     for (std::size_t i = from; i < to; ++i) {
-      const std::string text = codec.token_text(c.tokens[i]);
+      const std::string text = valid_utf8(codec.token_text(c.tokens[i]));
       const char* sep = i > from ? "," : "";
       offsets += sep + std::to_string(c.text_offset);
       c.text_offset += code_points(text);
@@ -88,7 +88,7 @@ std::string logprobs_json(const Job& job, ChoiceState& c, std::size_t from, std:
       std::string entry = "{";
       std::vector<std::string> keys;
       for (const TopLogprob& t : with_sampled(c.logprobs[i], c.tokens[i])) {
-        const std::string key = codec.token_text(t.token);
+        const std::string key = valid_utf8(codec.token_text(t.token));
         if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;  // a dict
         keys.push_back(key);
         entry += (keys.size() > 1 ? "," : "") + sim::json_quote(key) + ":" + py_float(t.logprob);
@@ -100,14 +100,14 @@ std::string logprobs_json(const Job& job, ChoiceState& c, std::size_t from, std:
   }
   out = "{\"content\":[";
   for (std::size_t i = from; i < to; ++i) {
-    const std::string text = codec.token_text(c.tokens[i]);
+    const std::string text = valid_utf8(codec.token_text(c.tokens[i]));
     if (i > from) out += ',';
     out += "{\"token\":" + sim::json_quote(text) +
            ",\"logprob\":" + py_float(c.logprobs[i].logprob) + ",\"bytes\":" + bytes_json(text) +
            ",\"top_logprobs\":[";
     for (std::size_t k = 0; k < c.logprobs[i].top.size(); ++k) {
       const TopLogprob& t = c.logprobs[i].top[k];
-      const std::string tt = codec.token_text(t.token);
+      const std::string tt = valid_utf8(codec.token_text(t.token));
       out += (k ? "," : "") + std::string("{\"token\":") + sim::json_quote(tt) +
              ",\"logprob\":" + py_float(t.logprob) + ",\"bytes\":" + bytes_json(tt) + "}";
     }

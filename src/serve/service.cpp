@@ -15,6 +15,7 @@
 #include "omni/log/log.hpp"
 #include "omni/tokenizer/tokenizer.hpp"
 #include "serve/context.hpp"
+#include "serve/text_stream.hpp"
 #include "sim/chat_codec.hpp"
 #include "sim/pd.hpp"
 #include "sim/response.hpp"
@@ -247,7 +248,7 @@ http::Response tokenize(Context& ctx, const std::string& body) {
   if (strs) {
     token_strs = "[";
     for (std::size_t i = 0; i < tokens.size(); ++i) {
-      token_strs += (i ? "," : "") + sim::json_quote(ctx.codec->token_text(tokens[i]));
+      token_strs += (i ? "," : "") + sim::json_quote(valid_utf8(ctx.codec->token_text(tokens[i])));
     }
     token_strs += "]";
   }
@@ -273,7 +274,8 @@ http::Response detokenize(Context& ctx, const std::string& body) {
     }
     tokens.push_back(static_cast<std::uint32_t>(id.get_int64()));
   }
-  return json_response(200, "{\"prompt\":" + sim::json_quote(ctx.codec->decode(tokens)) + "}");
+  return json_response(
+      200, "{\"prompt\":" + sim::json_quote(valid_utf8(ctx.codec->decode(tokens))) + "}");
 }
 
 http::Handler body_handler(Context& ctx, http::Response (*fn)(Context&, const std::string&)) {

@@ -8,8 +8,17 @@ namespace {
 // vLLM's INITIAL_INCREMENTAL_DETOKENIZATION_OFFSET: prompt tokens the first decode window keeps.
 constexpr std::size_t kInitialOffset = 5;
 
+// The decoded text ends inside a character: a replacement character (a tokenizer decoding
+// partial bytes) or a UTF-8 lead byte whose continuation bytes are still to come.
 bool ends_incomplete(const std::string& s) {
-  return s.size() >= 3 && s.compare(s.size() - 3, 3, "\xEF\xBF\xBD") == 0;
+  if (s.size() >= 3 && s.compare(s.size() - 3, 3, "\xEF\xBF\xBD") == 0) return true;
+  for (std::size_t back = 1; back <= 3 && back <= s.size(); ++back) {
+    const auto c = static_cast<unsigned char>(s[s.size() - back]);
+    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+    const std::size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    return need > back;
+  }
+  return false;
 }
 
 std::size_t utf8_floor(const std::string& s, std::size_t at) {
@@ -18,6 +27,46 @@ std::size_t utf8_floor(const std::string& s, std::size_t at) {
 }
 
 }  // namespace
+
+std::string valid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t need = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    if (c >= 0xC2 && c <= 0xDF) {
+      need = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      need = 2;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      need = 3;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    }
+    std::size_t j = i + 1;
+    for (std::size_t k = 0; k < need && j < s.size(); ++k, ++j) {
+      const auto b = static_cast<unsigned char>(s[j]);
+      if (b < (k == 0 ? lo : 0x80) || b > (k == 0 ? hi : 0xBF)) break;
+    }
+    if (need > 0 && j == i + 1 + need) {
+      out.append(s.substr(i, need + 1));
+    } else {
+      out += "\xEF\xBF\xBD";
+      j = std::max(j, i + 1);
+    }
+    i = j;
+  }
+  return out;
+}
 
 TextStream::TextStream(const sim::TextCodec& codec, StopRules rules,
                        std::span<const std::uint32_t> prompt)
@@ -40,7 +89,7 @@ void TextStream::decode_new() {
       codec_.decode(all.subspan(prefix_offset_, read_offset_ - prefix_offset_));
   const std::string full = codec_.decode(all.subspan(prefix_offset_));
   if (full.size() <= prefix.size() || ends_incomplete(full)) return;  // nothing complete yet
-  text_ += full.substr(prefix.size());
+  text_ += valid_utf8(std::string_view(full).substr(prefix.size()));
   prefix_offset_ = read_offset_;
   read_offset_ = window_.size();
 }
@@ -103,8 +152,7 @@ std::size_t TextStream::shown() const noexcept {
 }
 
 std::string TextStream::token_text(std::uint32_t token) const {
-  const std::uint32_t one[] = {token};
-  return codec_.token_text(one[0]);
+  return valid_utf8(codec_.token_text(token));
 }
 
 }  // namespace omni::serve

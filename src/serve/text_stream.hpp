@@ -36,6 +36,10 @@ struct StopRules {
 
 enum class Finish { kNone, kLength, kStop };
 
+// `text` with every maximal invalid UTF-8 subpart replaced by U+FFFD (Rust's from_utf8_lossy,
+// what Hugging Face's decoders return), so responses are always valid JSON strings.
+std::string valid_utf8(std::string_view text);
+
 class TextStream {
  public:
   TextStream(const sim::TextCodec& codec, StopRules rules, std::span<const std::uint32_t> prompt);
