@@ -26,7 +26,8 @@ while IFS= read -r line; do
   n=$((n + 1))
   if [[ "$line" == omni-sim* ]]; then
     args=${line#omni-sim}; args=${args%%#*}
-    eval "\"\$sim\" $args --port $qs_port" >"$work/quickstart.log" 2>&1 &
+    # exec: the background job is omni-sim itself, so that cleanup's kill reaches it.
+    eval "exec \"\$sim\" $args --port $qs_port" >"$work/quickstart.log" 2>&1 &
     pids+=($!)
     for _ in $(seq 200); do grep -q "omni-sim listening on" "$work/quickstart.log" && break; sleep 0.05; done
     check "$work/quickstart.log" "omni-sim listening on 127.0.0.1:$qs_port" "the quick start's omni-sim did not start"
