@@ -59,7 +59,9 @@ void describe(config::Schema<SimConfig>& s) {
   s.field("seed", &SimConfig::seed, "Seed of the engine model and of the generated text");
   s.field("speed", &SimConfig::speed, "Run the model clock this many times faster than wall time")
       .range(0.001, 1e9);
-  s.field("kv_link_gbps", &SimConfig::kv_link_gbps, "PD KV-transfer link bandwidth, GB/s")
+  s.field("kv_link_gbps", &SimConfig::kv_link_gbps,
+          "PD KV-transfer link bandwidth in gigabits per second (omni-cluster's default: one 400 "
+          "Gb/s NIC)")
       .range(0.001, 1e6);
   s.field("request_timeout", &SimConfig::request_timeout, "Longest a request may take (wall time)")
       .min(1ms);

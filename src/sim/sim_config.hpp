@@ -46,7 +46,7 @@ struct SimConfig {
   std::optional<std::string> tokenizer;
   std::uint64_t seed = 0;
   double speed = 1.0;
-  double kv_link_gbps = 25.0;
+  double kv_link_gbps = engine::kDefaultKvLinkGbps;  // gigabits per second, as omni-cluster
   Duration request_timeout = 600s;
   std::string disaggregation_mode = "null";  // SGLang's flag: null, prefill, decode
   // SGLang's --disaggregation-bootstrap-port: the prefill side's bootstrap service (0: a free
