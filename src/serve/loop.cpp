@@ -165,6 +165,7 @@ void EngineLoop::expire_leases() {
     engine_.release_held_blocks(id);
     if (metrics_) metrics_->on_kv_hold("expired");
   }
+  if (!expired.empty()) publish_gauges();  // an idle engine has no step to publish them
 }
 
 // ---- the loop ----------------------------------------------------------------------------
@@ -394,18 +395,21 @@ void EngineLoop::deliver(const engine::StepOutputs& out, double end) {
       if (first) seq.first_token = end;
       seq.last_token = end;
     }
-    const std::size_t shown = seq.text.shown();
     const std::size_t n = std::min<std::size_t>(o.new_tokens, seq.step_tokens.size());
-    seq.channel->publish([&](ChoiceProgress& p) {
-      p.tokens.insert(p.tokens.end(), seq.step_tokens.begin(),
-                      seq.step_tokens.begin() + static_cast<std::ptrdiff_t>(n));
-      if (seq.sampling.logprobs) {
-        const std::size_t m = std::min(n, seq.step_logprobs.size());
-        p.logprobs.insert(p.logprobs.end(), seq.step_logprobs.begin(),
-                          seq.step_logprobs.begin() + static_cast<std::ptrdiff_t>(m));
-      }
-      if (shown > p.text.size())
-        p.text.append(seq.text.text(), p.text.size(), shown - p.text.size());
+    std::vector<std::uint32_t> tokens(seq.step_tokens.begin(),
+                                      seq.step_tokens.begin() + static_cast<std::ptrdiff_t>(n));
+    std::vector<TokenLogprobs> logprobs;
+    if (seq.sampling.logprobs) {
+      const std::size_t m = std::min(n, seq.step_logprobs.size());
+      logprobs.assign(seq.step_logprobs.begin(),
+                      seq.step_logprobs.begin() + static_cast<std::ptrdiff_t>(m));
+    }
+    std::string shown = seq.text.text().substr(0, seq.text.shown());
+    notify(seq.channel, [tokens = std::move(tokens), logprobs = std::move(logprobs),
+                         shown = std::move(shown), cached](ChoiceProgress& p) {
+      p.tokens.insert(p.tokens.end(), tokens.begin(), tokens.end());
+      p.logprobs.insert(p.logprobs.end(), logprobs.begin(), logprobs.end());
+      if (shown.size() > p.text.size()) p.text.append(shown, p.text.size(), std::string::npos);
       p.cached_tokens = cached;
     });
     if (o.finish != FinishReason::kNone) finish(seq, o.finish, end);
@@ -435,9 +439,8 @@ void EngineLoop::finish(Seq& seq, FinishReason reason, double at) {
     if (metrics_) metrics_->on_kv_hold("held");
   }
   const std::string stop_reason = reason == FinishReason::kStop ? seq.text.stop_reason() : "null";
-  seq.channel->publish([&](ChoiceProgress& p) {
-    if (seq.text.text().size() > p.text.size())
-      p.text.append(seq.text.text(), p.text.size(), std::string::npos);
+  notify(seq.channel, [text = seq.text.text(), reason, stop_reason, params](ChoiceProgress& p) {
+    if (text.size() > p.text.size()) p.text.append(text, p.text.size(), std::string::npos);
     p.finish = reason;
     p.stop_reason = stop_reason;
     p.kv_transfer_params = params;
@@ -467,7 +470,12 @@ void EngineLoop::fail_seq(engine::SeqId id, const std::string& message, int stat
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return;
   engine_.abort(id);
-  it->second->channel->fail(message, status);
+  notify(it->second->channel, [message, status](ChoiceProgress& p) {
+    if (!p.error) {
+      p.error = message;
+      p.error_status = status;
+    }
+  });
   staged_bytes_ -= it->second->staged_bytes;
   seqs_.erase(it);
   std::lock_guard lock(mu_);
@@ -482,12 +490,12 @@ void EngineLoop::abort_now(engine::SeqId id) {
   }
   if (auto it = fetching_.find(id); it != fetching_.end()) {
     it->second->aborted = true;  // dropped when its pull ends
-    it->second->channel->publish([](ChoiceProgress& p) { p.finish = FinishReason::kAbort; });
+    notify(it->second->channel, [](ChoiceProgress& p) { p.finish = FinishReason::kAbort; });
     return;
   }
   for (auto it = to_fetch_.begin(); it != to_fetch_.end(); ++it) {
     if ((*it)->id != id) continue;
-    (*it)->channel->publish([](ChoiceProgress& p) { p.finish = FinishReason::kAbort; });
+    notify((*it)->channel, [](ChoiceProgress& p) { p.finish = FinishReason::kAbort; });
     to_fetch_.erase(it);
     std::lock_guard lock(mu_);
     --in_flight_;
@@ -500,7 +508,20 @@ void EngineLoop::idle_wait() {
   wake_.wait_for(lock, std::chrono::milliseconds(20), [&] { return stopping_ || !inbox_.empty(); });
 }
 
+void EngineLoop::notify(std::shared_ptr<ChoiceChannel> channel,
+                        std::function<void(ChoiceProgress&)> update) {
+  notices_.push_back({std::move(channel), std::move(update)});
+}
+
+// Handlers hear of what a step did only after the gauges show it: a client that reads
+// /metrics after its answer sees the blocks freed and the counters moved.
 void EngineLoop::publish_gauges() {
+  publish_stats();
+  for (Notice& n : notices_) n.channel->publish(n.update);
+  notices_.clear();
+}
+
+void EngineLoop::publish_stats() {
   const engine::EngineStats s = engine_.stats();
   std::lock_guard lock(mu_);
   sim::EngineGauges& g = shared_.gauges;

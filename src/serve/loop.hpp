@@ -124,7 +124,10 @@ class EngineLoop {
   void abort_now(engine::SeqId id);
   void expire_leases();
   void idle_wait();
+  // The gauges, then the channel updates queued since the last call (notify()).
   void publish_gauges();
+  void publish_stats();
+  void notify(std::shared_ptr<ChoiceChannel> channel, std::function<void(ChoiceProgress&)> update);
   void post(Command command);
 
   engine::Engine engine_;
@@ -155,6 +158,11 @@ class EngineLoop {
   std::deque<std::unique_ptr<Seq>> to_fetch_;  // waiting for staging room
   std::unordered_map<engine::SeqId, std::unique_ptr<Seq>> fetching_;
   std::uint64_t staged_bytes_ = 0;
+  struct Notice {
+    std::shared_ptr<ChoiceChannel> channel;
+    std::function<void(ChoiceProgress&)> update;
+  };
+  std::vector<Notice> notices_;
 };
 
 }  // namespace omni::serve
