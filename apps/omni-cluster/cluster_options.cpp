@@ -78,6 +78,10 @@ void add_flags(CLI::App& cli, Options& o) {
          "--max-decode-wait", o.max_decode_wait_s,
          "PD: longest a prefilled request waits for a decode node the policy holds, seconds")
       ->capture_default_str();
+  cli.add_option("--prefix-index-predicted-ttl", o.predicted_ttl_s,
+                 "Seconds a placement's predicted blocks live in the gateway's prefix index until "
+                 "the engine's events confirm them (omni-proxy: prefix_index.predicted_ttl)")
+      ->capture_default_str();
   cli.add_option("--kv-event-delay-ms", o.kv_event_delay_ms,
                  "Engines' KV events reach the gateway this long after their step")
       ->capture_default_str();
@@ -183,6 +187,8 @@ Result<Setup> prepare(const Options& o) {
   config.gateway.max_decode_wait =
       std::chrono::duration_cast<Duration>(std::chrono::duration<double>(o.max_decode_wait_s));
   config.kv_event_delay_s = o.kv_event_delay_ms / 1e3;
+  config.gateway.prefix.predicted_ttl =
+      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(o.predicted_ttl_s));
   config.engine_metrics_interval_s = o.engine_metrics_interval_s;
   config.fresh_cache_oracle = o.fresh_cache_oracle;
 

@@ -45,6 +45,7 @@ struct Options {
   double queue_timeout_s = 30.0;
   double max_decode_wait_s = 2.0;
   double kv_event_delay_ms = 1.0;
+  double predicted_ttl_s = 2.0;
   double engine_metrics_interval_s = 1.0;
   bool fresh_cache_oracle = false;
   double time_scale = 1.0;

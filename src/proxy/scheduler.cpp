@@ -150,9 +150,13 @@ void Scheduler::schedule(std::vector<Decision>& decisions) {
     }
     if (finished_[index] && waiting.held) --decodes_held_now_;
   }
+  // Compact the queue in place. Never move an entry onto itself: a self-moved vector is left
+  // empty, and a waiting ticket would lose its block hashes (and its tried list) to the next pass.
   std::size_t kept = 0;
   for (std::size_t i = 0; i < queue_.size(); ++i) {
-    if (!finished_[i]) queue_[kept++] = std::move(queue_[i]);
+    if (finished_[i]) continue;
+    if (kept != i) queue_[kept] = std::move(queue_[i]);
+    ++kept;
   }
   queue_.resize(kept);
 }

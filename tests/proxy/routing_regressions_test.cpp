@@ -243,5 +243,48 @@ TEST_F(RoutingRegression, LostOrDelayedKvEventsNeitherAttractForeverNorForgetAtO
   EXPECT_TRUE(stale_seen);
 }
 
+// A ticket that waits in the gateway across passes keeps everything it came with. (Compacting the
+// queue once moved an entry onto itself, which left its block hashes and its "already tried"
+// list empty: under load every held request became cache-blind and a retry could go back to the
+// node that had just failed it.)
+TEST_F(RoutingRegression, TicketsHeldAcrossPassesKeepTheirPrefixAndTriedNodes) {
+  SchedulerOptions options;
+  options.node_limits = {1'000'000, 1};  // one request per node: the rest wait
+  make(2, "omni", options);
+  const auto doc = blocks(6'000'000, 250);
+  core->apply_kv_events("p1", stored(doc));
+  auto busy = burst({prefill(4000, blocks(1, 250)), prefill(4000, blocks(2000, 250))});
+  ASSERT_EQ(busy.size(), 2u);
+  const Lease on_p0 = busy[0].node == ids[0] ? busy[0] : busy[1];
+  const Lease on_p1 = busy[0].node == ids[0] ? busy[1] : busy[0];
+  // A request whose prefix is on p1 waits through several passes.
+  ASSERT_TRUE(core->submit(prefill(4000, doc)).ok());
+  for (int pass = 0; pass < 3; ++pass) EXPECT_TRUE(core->schedule().empty());
+  core->release(on_p0, Outcome::kSuccess);
+  core->release(on_p1, Outcome::kSuccess);
+  auto placed = core->schedule();
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].lease->node, ids[1]) << "the held request lost its block hashes";
+  EXPECT_EQ(placed[0].lease->uncached_tokens, 0u);
+  core->release(*placed[0].lease, Outcome::kSuccess);
+  // A retry that must not go back to p0 waits while only p0 is free.
+  busy = burst({prefill(4000, blocks(9000, 250)), prefill(4000, blocks(9900, 250))});
+  ASSERT_EQ(busy.size(), 2u);
+  Ticket retry = prefill(10);
+  retry.tried = {ids[0]};
+  ASSERT_TRUE(core->submit(std::move(retry)).ok());
+  for (int pass = 0; pass < 3; ++pass) EXPECT_TRUE(core->schedule().empty());
+  for (const Lease& l : busy) {
+    if (l.node == ids[0]) core->release(l, Outcome::kSuccess);
+  }
+  EXPECT_TRUE(core->schedule().empty()) << "the retry lost its tried list and went back to p0";
+  for (const Lease& l : busy) {
+    if (l.node == ids[1]) core->release(l, Outcome::kSuccess);
+  }
+  placed = core->schedule();
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].lease->node, ids[1]);
+}
+
 }  // namespace
 }  // namespace omni::proxy
