@@ -1,5 +1,6 @@
 # A thin wrapper over CMake presets (see CMakePresets.json and CONTRIBUTING.md).
 #   make run    install what is missing, build, run the main job on its embedded default
+#   make demo-real  the same on real inference (omni-serve PD behind omni-proxy, scripts/demo-real.sh)
 #   make test   install what is missing, build, run every test through CTest
 #   make bench  build the `bench` preset and run the benchmarks (results in bench/results/)
 #   make asan   build and run the unit tests under ASan + UBSan
@@ -11,7 +12,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 30
 SOURCES = $(shell git ls-files '*.cpp' '*.hpp' '*.h' '*.cu' '*.cuh' 2>/dev/null)
 
-.PHONY: all deps configure build test run bench asan fuzz fmt lint clean
+.PHONY: all deps configure build test run demo-real bench asan fuzz fmt lint clean
 
 all: build
 
@@ -29,6 +30,10 @@ test: build
 
 run: build
 	@BUILD=$(BUILD) scripts/demo.sh
+
+# Real inference behind the gateway: a tiny model on two omni-serve (PD) behind omni-proxy.
+demo-real: build
+	@BUILD=$(BUILD) scripts/demo-real.sh
 
 bench: deps
 	@cmake --preset bench --log-level=WARNING

@@ -9,6 +9,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
+#include <algorithm>
 #include <random>
 
 #include "omni/log/log.hpp"
@@ -168,6 +169,17 @@ Task<void> generate(ServeService::Context& ctx, sim::Endpoint endpoint, http::Re
     co_return;
   }
   job.req = std::move(std::get<sim::GenerationRequest>(parsed));
+  if (const auto vocab = static_cast<std::uint32_t>(ctx.model->config.vocab_size);
+      !job.req.prompt_tokens.empty()) {
+    const std::uint32_t top =
+        *std::max_element(job.req.prompt_tokens.begin(), job.req.prompt_tokens.end());
+    if (top >= vocab) {
+      const sim::ApiError err =
+          sim::bad_request("Token id " + std::to_string(top) + " is out of vocabulary", "prompt");
+      co_await answer_error(job, w, err);
+      co_return;
+    }
+  }
   {
     // The sampling fields, which omni-sim's parser only type-checks.
     boost::system::error_code ec;

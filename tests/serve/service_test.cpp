@@ -152,6 +152,7 @@ TEST(Serve, BadRequestsAreAnsweredAsVllmDoes) {
             "404 The model `nope` does not exist.");
   EXPECT_EQ(error_of(R"({"prompt":[1,2,3],"n":3,"temperature":1})").substr(0, 31),
             "503 the engine's queue is full ");
+  EXPECT_EQ(error_of(R"({"prompt":[1,2,512]})"), "400 Token id 512 is out of vocabulary");
   EXPECT_EQ(error_of(R"({"prompt":[1,2,3],"prompt_logprobs":1})"),
             "501 prompt_logprobs is not supported by omni-serve");
   EXPECT_EQ(http(s.port, "POST", "/v1/completions", R"({"prompt":[1]})", "text/plain").status, 400);
