@@ -143,9 +143,11 @@ Result<std::string> compare_results(std::span<const ResultsFile> files,
   for (const Column& c : columns) width = std::max(width, c.label.size() + 2);
   const std::string& base = columns.front().label;
   std::string out = fmt::format("{:<26}{:<8}{:>{}}", "metric", "better", base, width);
+  std::vector<std::size_t> ratio_width(columns.size(), 16);
   for (std::size_t k = 1; k < columns.size(); ++k) {
-    out += fmt::format("{:>{}}{:>16}", columns[k].label, width,
-                       fmt::format("{}/{}", columns[k].label, base).substr(0, 15));
+    const std::string head = fmt::format("{}/{}", columns[k].label, base);
+    ratio_width[k] = std::max<std::size_t>(16, head.size() + 2);
+    out += fmt::format("{:>{}}{:>{}}", columns[k].label, width, head, ratio_width[k]);
   }
   out += '\n';
   for (const Row& row : rows) {
@@ -163,7 +165,7 @@ Result<std::string> compare_results(std::span<const ResultsFile> files,
       } else if (va && vb) {
         ratio = verdict(row.better, *va, *vb);
       }
-      out += fmt::format("{:>{}}{:>16}", cell(vb), width, ratio);
+      out += fmt::format("{:>{}}{:>{}}", cell(vb), width, ratio, ratio_width[k]);
     }
     out += '\n';
   }
