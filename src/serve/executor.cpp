@@ -45,9 +45,10 @@ void ModelExecutor::hash_new_blocks(Seq& seq) {
   seq.hashes_given = seq.hashes.size();
 }
 
-Finish ModelExecutor::accept_token(Seq& seq, std::uint32_t token, std::span<const float> logits) {
+Finish ModelExecutor::accept_token(Seq& seq, std::uint32_t token, std::span<const float> logits,
+                                   Sampler& sampler) {
   if (seq.sampling.logprobs) {
-    seq.step_logprobs.push_back(sampler_.logprobs(logits, token, *seq.sampling.logprobs));
+    seq.step_logprobs.push_back(sampler.logprobs(logits, token, *seq.sampling.logprobs));
   }
   seq.all.push_back(token);
   seq.step_tokens.push_back(token);
@@ -65,7 +66,7 @@ void ModelExecutor::build(const engine::Engine& engine, const engine::StepPlan& 
     it.seq = lookup_(s.id);
     it.planned = &s;
     it.step = it.gap_step = -1;
-    it.produced = 0;
+    it.produced = it.accepted = it.drafted = 0;
     it.finish = Finish::kNone;
     it.tokens.clear();
     it.pages.clear();
@@ -132,54 +133,68 @@ void ModelExecutor::import_kv(Item& item) {
   }
 }
 
-Status ModelExecutor::sample_main(const model::StepOutput& out) {
+// One sequence's tokens from the main forward's logits (on a pool worker: sequences are
+// independent; `sampler` is the worker's own).
+void ModelExecutor::sample_item(Item& it, const model::StepOutput& out, Sampler& sampler) {
   const auto V = static_cast<std::size_t>(model_.config().vocab_size);
   const auto H = static_cast<std::size_t>(model_.config().hidden_size);
-  for (Item& it : items_) {
-    if (it.step < 0) continue;
-    Seq& seq = *it.seq;
-    const int logit0 = step_logit_[uz(it.step)];
-    const int nlogits = step_logit_[uz(it.step) + 1] - logit0;
-    auto row = [&](int i) { return out.logits.subspan((uz(logit0) + uz(i)) * V, V); };
-    if (it.kind == Kind::kPrefill) {
-      if (nlogits == 0) continue;  // a chunk in the middle of the prompt
-      const std::uint32_t token =
-          sampler_.sample(row(0), seq.sampling, context_of(seq), seq.output_len());
-      it.finish = accept_token(seq, token, row(0));
-      it.produced = 1;
-      if (seq.prefill_only) {
-        const auto h = out.hidden.subspan(uz(logit0) * H, H);
-        seq.last_hidden.assign(h.begin(), h.end());
-      }
-      continue;
+  Seq& seq = *it.seq;
+  const int logit0 = step_logit_[uz(it.step)];
+  const int nlogits = step_logit_[uz(it.step) + 1] - logit0;
+  auto row = [&](int i) { return out.logits.subspan((uz(logit0) + uz(i)) * V, V); };
+  if (it.kind == Kind::kPrefill) {
+    if (nlogits == 0) return;  // a chunk in the middle of the prompt
+    const std::uint32_t token =
+        sampler.sample(row(0), seq.sampling, context_of(seq), seq.output_len());
+    it.finish = accept_token(seq, token, row(0), sampler);
+    it.produced = 1;
+    if (seq.prefill_only) {
+      const auto h = out.hidden.subspan(uz(logit0) * H, H);
+      seq.last_hidden.assign(h.begin(), h.end());
     }
-    // A decode: rows verify the drafts in order; the first rejection (or the bonus position
-    // after all of them) samples the step's last token.
-    const int drafts = nlogits - 1;
-    int i = 0;
-    for (; i < drafts; ++i) {
-      const auto draft = static_cast<std::uint32_t>(it.tokens[uz(i) + 1]);
-      std::uint32_t replacement = 0;
-      const bool ok = sampler_.verify(row(i), seq.sampling, context_of(seq), seq.output_len(),
-                                      draft, replacement);
-      const std::uint32_t token = ok ? draft : replacement;
-      it.finish = accept_token(seq, token, row(i));
-      ++it.produced;
-      if (ok) {
-        ++stats_.spec_accepted;
-        if (uz(i) < stats_.spec_accepted_per_pos.size()) ++stats_.spec_accepted_per_pos[uz(i)];
-      }
-      if (!ok || it.finish != Finish::kNone) break;
-    }
-    if (drafts > 0) {
+    return;
+  }
+  // A decode: rows verify the drafts in order; the first rejection (or the bonus position
+  // after all of them) samples the step's last token.
+  const int drafts = nlogits - 1;
+  int i = 0;
+  for (; i < drafts; ++i) {
+    const auto draft = static_cast<std::uint32_t>(it.tokens[uz(i) + 1]);
+    std::uint32_t replacement = 0;
+    const bool ok =
+        sampler.verify(row(i), seq.sampling, context_of(seq), seq.output_len(), draft, replacement);
+    const std::uint32_t token = ok ? draft : replacement;
+    it.finish = accept_token(seq, token, row(i), sampler);
+    ++it.produced;
+    if (ok) ++it.accepted;
+    if (!ok || it.finish != Finish::kNone) break;
+  }
+  it.drafted = drafts;
+  if (i == drafts && it.finish == Finish::kNone) {
+    const std::uint32_t token =
+        sampler.sample(row(drafts), seq.sampling, context_of(seq), seq.output_len());
+    it.finish = accept_token(seq, token, row(drafts), sampler);
+    ++it.produced;
+  }
+}
+
+Status ModelExecutor::sample_main(const model::StepOutput& out) {
+  auto& pool = model_.pool();
+  if (samplers_.size() < static_cast<std::size_t>(pool.workers())) {
+    samplers_.resize(static_cast<std::size_t>(pool.workers()));
+  }
+  pool.parallel_for(static_cast<int>(items_.size()), [&](int k, int worker) {
+    Item& it = items_[uz(k)];
+    if (it.step >= 0) sample_item(it, out, samplers_[uz(worker)]);
+  });
+  for (const Item& it : items_) {
+    if (it.drafted > 0) {
       ++stats_.spec_drafts;
-      stats_.spec_draft_tokens += static_cast<std::uint64_t>(drafts);
+      stats_.spec_draft_tokens += static_cast<std::uint64_t>(it.drafted);
     }
-    if (i == drafts && it.finish == Finish::kNone) {
-      const std::uint32_t token =
-          sampler_.sample(row(drafts), seq.sampling, context_of(seq), seq.output_len());
-      it.finish = accept_token(seq, token, row(drafts));
-      ++it.produced;
+    stats_.spec_accepted += static_cast<std::uint64_t>(it.accepted);
+    for (int i = 0; i < it.accepted && uz(i) < stats_.spec_accepted_per_pos.size(); ++i) {
+      ++stats_.spec_accepted_per_pos[uz(i)];
     }
   }
   return ok_status();
@@ -196,7 +211,7 @@ Status ModelExecutor::sample_imports() {
     const auto row = logits->subspan(0, V);
     const std::uint32_t token =
         sampler_.sample(row, seq.sampling, context_of(seq), seq.output_len());
-    it.finish = accept_token(seq, token, row);
+    it.finish = accept_token(seq, token, row, sampler_);
     it.produced = 1;
   }
   return ok_status();

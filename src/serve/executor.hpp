@@ -59,7 +59,8 @@ class ModelExecutor final : public engine::StepExecutor {
 
   // Appends `token` to `seq` (text, stop rules) and records it for this step; returns how it
   // ends the output.
-  Finish accept_token(Seq& seq, std::uint32_t token, std::span<const float> logits);
+  Finish accept_token(Seq& seq, std::uint32_t token, std::span<const float> logits,
+                      Sampler& sampler);
   // The new full blocks of seq.all, hashed, as the engine's event ints (into step_hashes).
   void hash_new_blocks(Seq& seq);
 
@@ -73,6 +74,7 @@ class ModelExecutor final : public engine::StepExecutor {
     int gap_step = -1;
     int start = 0;  // position of the step's first token
     int produced = 0;
+    int accepted = 0, drafted = 0;  // this step's MTP counts
     Finish finish = Finish::kNone;
     std::vector<std::int32_t> tokens, pages;
   };
@@ -80,6 +82,7 @@ class ModelExecutor final : public engine::StepExecutor {
   void build(const engine::Engine& engine, const engine::StepPlan& plan);
   void import_kv(Item& item);
   Status sample_main(const model::StepOutput& out);
+  void sample_item(Item& it, const model::StepOutput& out, Sampler& sampler);
   Status sample_imports();
   Status draft(const engine::StepPlan& plan);
   SamplingContext context_of(const Seq& seq) const;
@@ -87,7 +90,8 @@ class ModelExecutor final : public engine::StepExecutor {
   model::Engine& model_;
   ExecutorOptions options_;
   Lookup lookup_;
-  Sampler sampler_;
+  Sampler sampler_;                // the loop thread's (PD imports)
+  std::vector<Sampler> samplers_;  // one per pool worker (the batch's sampling)
   kvcache::BlockHasher hasher_;
   ExecutorStats stats_;
   // Per step (grow-only).

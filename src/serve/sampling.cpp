@@ -1,5 +1,7 @@
 #include "serve/sampling.hpp"
 
+#include "omni/model/vector_math.hpp"
+
 #include <boost/json/value.hpp>
 
 #include <algorithm>
@@ -214,12 +216,11 @@ void Sampler::build(std::span<const float> logits, const SamplingParams& params,
     mx = std::max(mx, l);
   }
   p_.resize(V);
-  for (std::size_t i = 0; i < V; ++i) p_[i] = std::exp(row_[i] - mx);  // max prob = 1
+  const double mass = model::exp_sum(row_, mx, p_);  // max prob = 1
   const bool truncated = params.min_p > 0.0 || params.top_k > 0 || params.top_p < 1.0;
   if (!truncated) {
     all_ = true;
-    sum_ = 0.0;
-    for (const float v : p_) sum_ += v;
+    sum_ = mass;
     return;
   }
   // Candidates: min_p first (p >= min_p * p_max, p_max = 1 here), then top_k (the k largest,
@@ -322,9 +323,8 @@ TokenLogprobs Sampler::logprobs(std::span<const float> logits, std::uint32_t tok
   TokenLogprobs out;
   float mx = -std::numeric_limits<float>::infinity();
   for (const float l : logits) mx = std::max(mx, l);
-  double sum = 0.0;
-  for (const float l : logits) sum += std::exp(static_cast<double>(l) - mx);
-  const double lse = mx + std::log(sum);
+  scratch_.resize(logits.size());
+  const double lse = mx + std::log(model::exp_sum(logits, mx, scratch_));
   if (token < logits.size()) out.logprob = static_cast<float>(logits[token] - lse);
   if (k <= 0) return out;
   order_.resize(logits.size());

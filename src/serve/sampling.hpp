@@ -109,6 +109,7 @@ class Sampler {
 
   std::vector<float> row_;  // processed logits
   std::vector<float> p_;    // unnormalised probabilities of the candidates
+  std::vector<float> scratch_;
   std::vector<std::uint32_t> ids_;
   bool all_ = false;  // candidates are the whole vocabulary in id order (ids_ unused)
   double sum_ = 0.0;

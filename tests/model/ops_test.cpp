@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "../../src/model/engine/ops.hpp"
@@ -193,6 +194,30 @@ TEST(Kernels, EveryDtypeOnEveryIsaMatchesFloat64) {
         EXPECT_EQ(deq[static_cast<std::size_t>(i)], static_cast<float>(w.at(i / cols, i % cols)))
             << what;
     }
+  }
+}
+
+TEST(Kernels, ExpSumOnEveryIsaMatchesFloat64) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-30.0f, 5.0f);
+  std::vector<float> x(1037);  // not a multiple of any vector width
+  for (auto& v : x) v = dist(rng);
+  x[5] = -std::numeric_limits<float>::infinity();  // a masked logit: exactly 0
+  x[9] = -100.0f;                                  // below e^-87: 0 too
+  for (const auto isa : omni::amla::supported_isas()) {
+    std::vector<float> out(x.size(), -1.0f);
+    const double sum =
+        kernels::table(isa).exp_sum(x.data(), static_cast<int>(x.size()), 2.0f, out.data());
+    double want = 0.0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      // The kernels take x - shift in float, as the sampler's float logits are.
+      const double e = std::exp(static_cast<double>(x[i] - 2.0f));
+      want += e;
+      EXPECT_NEAR(out[i], e, 4e-7 * e + 1e-38) << omni::amla::isa_name(isa) << " at " << i;
+    }
+    EXPECT_EQ(out[5], 0.0f);
+    EXPECT_EQ(out[9], 0.0f);
+    EXPECT_NEAR(sum, want, 1e-6 * want) << omni::amla::isa_name(isa);
   }
 }
 

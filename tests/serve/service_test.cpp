@@ -124,6 +124,18 @@ TEST(Serve, PreemptionByRecomputeKeepsTheAnswers) {
   }
   for (auto& t : clients) t.join();
   EXPECT_EQ(together, alone);
+  // Four clients may still come one after the other on a fast machine; n = 4 in one request
+  // puts four sequences into the same steps: 4 x 40 tokens in a 96-token cache preempt,
+  // whatever the timing, and each choice is still the answer its prompt gives alone.
+  const Reply four = post(s.port, "/v1/completions",
+                          "{\"prompt\":" + tokens_json(prompts[0]) +
+                              ",\"max_tokens\":30,\"temperature\":0,\"ignore_eos\":true,"
+                              "\"return_token_ids\":true,\"n\":4}");
+  ASSERT_EQ(four.status, 200) << four.body;
+  const json::value four_json = four.json();
+  const auto& choices = four_json.at("choices").as_array();
+  ASSERT_EQ(choices.size(), 4u);
+  for (const auto& choice : choices) EXPECT_EQ(json::serialize(choice.at("token_ids")), alone[0]);
   EXPECT_GT(metric(s.port, "vllm:num_preemptions_total"), 0);
   EXPECT_TRUE(eventually([&] { return metric(s.port, "vllm:kv_cache_usage_perc") == 0; }));
 }

@@ -129,9 +129,14 @@ void Engine::Impl::linear_rowwise(const Matrix& wm, const float* xin, int m, flo
   const int chunk = chunk_rows(wm.rows);
   pool.parallel_for(ceil_div(wm.rows, chunk), [&](int t, int) {
     const int r0 = t * chunk, r1 = std::min(wm.rows, r0 + chunk);
-    for (int i = 0; i < m; i += kernels::kMaxRows) {
-      K.gemv(wm, r0, r1, xin + uz(i) * uz(wm.cols), wm.cols, std::min(kernels::kMaxRows, m - i),
-             y + uz(i) * uz(ldy), ldy);
+    // Blocks of weight rows small enough to stay in cache while every group of activation
+    // rows passes over them: the weights stream from memory once, whatever m is.
+    for (int b0 = r0; b0 < r1; b0 += kRowBlock) {
+      const int b1 = std::min(r1, b0 + kRowBlock);
+      for (int i = 0; i < m; i += kernels::kMaxRows) {
+        K.gemv(wm, b0, b1, xin + uz(i) * uz(wm.cols), wm.cols, std::min(kernels::kMaxRows, m - i),
+               y + uz(i) * uz(ldy), ldy);
+      }
     }
   });
 }
@@ -146,11 +151,14 @@ void Engine::Impl::linear_step(const Matrix& wm, const float* xin, float* y, int
   pool.parallel_for(row_tasks + gemm_seqs * panels_per, [&](int t, int worker) {
     if (t < row_tasks) {
       const int r0 = t * chunk, r1 = std::min(wm.rows, r0 + chunk);
-      for (const RowRun& run : rowwise) {
-        for (int i = 0; i < run.count; i += kernels::kMaxRows) {
-          const int row = run.first + i;
-          K.gemv(wm, r0, r1, xin + uz(row) * uz(wm.cols), wm.cols,
-                 std::min(kernels::kMaxRows, run.count - i), y + uz(row) * uz(ldy), ldy);
+      for (int b0 = r0; b0 < r1; b0 += kRowBlock) {
+        const int b1 = std::min(r1, b0 + kRowBlock);
+        for (const RowRun& run : rowwise) {
+          for (int i = 0; i < run.count; i += kernels::kMaxRows) {
+            const int row = run.first + i;
+            K.gemv(wm, b0, b1, xin + uz(row) * uz(wm.cols), wm.cols,
+                   std::min(kernels::kMaxRows, run.count - i), y + uz(row) * uz(ldy), ldy);
+          }
         }
       }
       return;

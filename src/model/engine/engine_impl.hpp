@@ -37,6 +37,9 @@ inline Error invalid(std::string m) {
 // Steps longer than this run their weight products as GEMMs (with the BLAS backend).
 inline constexpr int kGemmMinRows = 9;
 inline constexpr int kPanel = 64;  // weight rows per dequantized GEMM panel
+// Weight rows the row-by-row kernels take at a time, for every activation row, before moving on
+// (16-64 KiB of weights: they stay in L1/L2 while the activation groups pass over them).
+inline constexpr int kRowBlock = 32;
 
 // One sequence's rows within the step.
 struct SeqRows {

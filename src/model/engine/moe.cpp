@@ -194,16 +194,23 @@ void Engine::Impl::run_tasks(int phase, int max_inter) {
         for (int r = 0; r < n; ++r) dst[r] = silu(gr[r]) * gr[n + r];
       }
     } else if (phase == 0) {
-      for (int i = 0; i < ew.count; i += kernels::kMaxRows) {
-        K.gate_up(m.gate, m.up, task.r0, task.r1, xw + uz(i) * uz(H), H,
-                  std::min(kernels::kMaxRows, ew.count - i), aw + uz(i) * uz(max_inter), max_inter);
+      for (int b0 = task.r0; b0 < task.r1; b0 += kRowBlock) {
+        const int b1 = std::min(task.r1, b0 + kRowBlock);
+        for (int i = 0; i < ew.count; i += kernels::kMaxRows) {
+          K.gate_up(m.gate, m.up, b0, b1, xw + uz(i) * uz(H), H,
+                    std::min(kernels::kMaxRows, ew.count - i), aw + uz(i) * uz(max_inter),
+                    max_inter);
+        }
       }
     } else if (ew.gemm) {
       gemm_panel(m.down, task.r0, aw, max_inter, ew.count, yw, H, worker);
     } else {
-      for (int i = 0; i < ew.count; i += kernels::kMaxRows) {
-        K.gemv(m.down, task.r0, task.r1, aw + uz(i) * uz(max_inter), max_inter,
-               std::min(kernels::kMaxRows, ew.count - i), yw + uz(i) * uz(H), H);
+      for (int b0 = task.r0; b0 < task.r1; b0 += kRowBlock) {
+        const int b1 = std::min(task.r1, b0 + kRowBlock);
+        for (int i = 0; i < ew.count; i += kernels::kMaxRows) {
+          K.gemv(m.down, b0, b1, aw + uz(i) * uz(max_inter), max_inter,
+                 std::min(kernels::kMaxRows, ew.count - i), yw + uz(i) * uz(H), H);
+        }
       }
     }
   };

@@ -193,9 +193,34 @@ void dequant(const Matrix& w, int r0, int r1, float* out) {
   by_dtype<V>(w.dtype, [&](auto row) { row.dequant(w, r0, r1, out); });
 }
 
+// out[i] = e^(x[i] - shift); returns the sum (float lanes, added up in double per block).
+template <class V>
+double exp_sum(const float* x, int n, float shift, float* out) {
+  const auto neg = V::set1(-shift);
+  double total = 0.0;
+  int i = 0;
+  constexpr int kBlock = 64 * V::kLanes;
+  while (i + V::kLanes <= n) {
+    auto acc = V::zero();
+    const int end = std::min(n - n % V::kLanes, i + kBlock);
+    for (; i < end; i += V::kLanes) {
+      const auto e = V::exp(V::add(V::load(x + i), neg));
+      V::store(out + i, e);
+      acc = V::add(acc, e);
+    }
+    total += V::hsum(acc);
+  }
+  for (; i < n; ++i) {  // the lanes' rule: 0 below e^-87.3
+    const float v = x[i] - shift;
+    out[i] = v < -87.33654f ? 0.0f : std::exp(v);
+    total += out[i];
+  }
+  return total;
+}
+
 template <class V>
 KernelTable make_table(omni::amla::Isa isa) {
-  return KernelTable{isa, &gemv<V>, &gate_up<V>, &gemv_t<V>, &dequant<V>};
+  return KernelTable{isa, &gemv<V>, &gate_up<V>, &gemv_t<V>, &dequant<V>, &exp_sum<V>};
 }
 
 }  // namespace omni::model::kernels::impl

@@ -7,6 +7,7 @@
 //   gate_up     y[i][r] = silu(G[r].x[i]) * (U[r].x[i])  (SiLU-mul on the output tile)
 //   gemv_t      y[c]    = sum_r x[r] W[r][c]    (W_UK^T q for HF's kv_b layout)
 //   dequant     rows [r0, r1) of W as f32       (a GEMM panel; never the whole matrix)
+//   exp_sum     out = e^(x - shift), returns the sum (sampling's softmax)
 #pragma once
 
 #include "omni/amla/cpu.hpp"
@@ -23,6 +24,7 @@ struct KernelTable {
                   int m, float* y, int ldy);
   void (*gemv_t)(const Matrix& w, const float* x, float* y);
   void (*dequant)(const Matrix& w, int r0, int r1, float* out);
+  double (*exp_sum)(const float* x, int n, float shift, float* out);
 };
 
 const KernelTable& table(omni::amla::Isa isa);

@@ -1,4 +1,6 @@
 // Scalar kernels: the portable fallback (one lane).
+#include <cmath>
+
 #include "gemv_impl.hpp"
 
 namespace omni::model::kernels {
@@ -20,6 +22,8 @@ struct Scalar {
   static F from_fp8(const std::uint8_t* p) { return fp8_e4m3_to_float(*p) / 256.0f; }
   static float half(std::uint16_t h) { return f16_to_float(h); }
   static F from_i8(const std::int8_t* p) { return static_cast<float>(*p); }
+  // As the vector kernels: 0 below e^-87.3 (no denormal results), std::exp above.
+  static F exp(F x) { return x < -87.33654f ? 0.0f : std::exp(x); }
 };
 
 }  // namespace
