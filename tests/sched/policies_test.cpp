@@ -108,8 +108,8 @@ TEST(PlacementPolicies, DynamoAddsPrefillBlocksAfterOverlapAndActiveBlocks) {
 TEST(PlacementPolicies, OmniAnchorHoldsWhenEveryNodeIsOverItsLimits) {
   auto p = policy("omni-anchor");
   std::vector<Candidate> c = {node(0), node(1)};
-  c[0].outstanding_tokens = 40000;   // over 32,000
-  c[1].outstanding_requests = 32;    // at the 32-request limit
+  c[0].outstanding_tokens = 40000;  // over 32,000
+  c[1].outstanding_requests = 32;   // at the 32-request limit
   EXPECT_FALSE(p->choose(prompt(100), Stage::kPrefill, c).has_value());
   EXPECT_TRUE(p->choose(prompt(100), Stage::kDecode, c).has_value());  // decode never holds
   c[1].outstanding_requests = 5;
@@ -145,7 +145,7 @@ TEST(PlacementPolicies, OmniHoldsOnlyWhenEveryQueueIsFull) {
 }
 
 TEST(PlacementPolicies, OmniLearnsNodeSpeedsFromObservedPrefills) {
-  auto p = policy("omni:cache=0:idlecache=0:ctx=0:learn=1");
+  auto p = policy("omni:cache=0:idlecache=0:ctx=0:hold=100:learn=1");
   std::vector<Candidate> c = {node(0), node(1)};
   c[0].queued_prefill_tokens = 20000;
   c[1].queued_prefill_tokens = 10000;
@@ -171,6 +171,25 @@ TEST(PlacementPolicies, OmniRatioLearningCountsClumpedCompletions) {
     p->observe_prefill(1, 8000, 1.0);
     // learn=2: node 0 at ~16,400 tokens/s (1.8 s of queue) beats node 1 at 8,000 (2.5 s).
     EXPECT_EQ(p->choose(prompt(100), Stage::kPrefill, c), learn[0] == '2' ? 0u : 1u) << learn;
+  }
+}
+
+// In a pool of equal engines the learned speeds differ by noise: within the band every node
+// counts as the nominal speed (the choice is by queued tokens), outside it the faster one wins;
+// and the hold bound stays in nominal seconds whatever speed the pool measures.
+TEST(PlacementPolicies, OmniIgnoresSpeedDifferencesWithinTheBand) {
+  std::vector<Candidate> c = {node(0), node(1)};
+  c[0].queued_prefill_tokens = 11000;
+  c[1].queued_prefill_tokens = 10000;
+  for (const char* band : {"0.25", "0.05"}) {
+    // hold=2: 11,000 tokens at the nominal 8,000 tokens/s (1.4 s) are placed; at the measured
+    // speeds (2.3-2.8 s) they would be held.
+    auto p =
+        policy(std::string("omni:learn=2:shrink=0:cache=0:idlecache=0:ctx=0:hold=2:band=") + band);
+    p->observe_prefill(0, 4800, 1.0);  // 20% faster than node 1: noise in the wide band
+    p->observe_prefill(1, 4000, 1.0);
+    // Both measured at half the nominal speed: 11,000 queued tokens are still 1.4 s, not 2.8 s.
+    EXPECT_EQ(p->choose(prompt(100), Stage::kPrefill, c), band[2] == '2' ? 1u : 0u) << band;
   }
 }
 

@@ -16,7 +16,9 @@ namespace {
 // avoids nodes that already queue long prompts (sequence balancing). When every node's queue
 // already holds more than `max_queue_seconds` of work the request waits in the gateway, where
 // shorter prompts go first but every second of waiting counts as `aging` tokens of shortness.
-// The speed is nominal unless `learn` asks to learn it per node from what the gateway sees.
+// The speed is nominal unless `learn` asks to learn it per node from what the gateway sees;
+// a learned speed is relative (a node's own over the pool's mean, times the nominal speed), so
+// that the hold bound keeps its meaning in nominal seconds whatever the pool measures.
 // Decode: the least loaded node of the group with the KV transfer counted, nodes nearly out of
 // KV avoided; when all are over their limits and the caller can hold, longest first.
 struct OmniTuning {
@@ -28,6 +30,10 @@ struct OmniTuning {
   // 2: per-node speed, smoothed tokens over smoothed busy time.
   double learn = 0.0;
   double shrink_samples = 200;  // samples at which a node's own speed gets half the weight
+  // A learned speed within this fraction of the pool's mean counts as the pool's: in a pool of
+  // equal engines the measured differences are noise (completions arrive in clumps), while an
+  // engine really slower or faster (another GPU, a degraded one) lies well outside it.
+  double speed_band = 0.25;
   double context_weight = 0.1;  // cost of a cached prompt token relative to an uncached one
   double request_tokens = 0.0;  // fixed cost of one queued request, in uncached tokens
   // Sequence balancing: a long prompt (uncached >= kLongPrefillTokens) placed behind other long
@@ -192,17 +198,32 @@ class Omni final : public PlacementPolicy {
   // A node's own estimate, shrunk towards the pool's mean until it rests on many samples:
   // completions arrive in clumps (a batch finishes several prompts at once), so a few samples
   // of one node are noise, while a real speed difference between nodes persists and wins out.
+  // A node within `speed_band` of the pool counts as the pool.
   double speed_of(InstanceId instance) const {
     const double own = instance < speed_.size() ? speed_[instance] : 0.0;
     const double pool = pool_speed();
     if (own <= 0) return pool;
+    const double mean = speed_sum_ / known_;  // what the gateway measures, over the pool
     const double n = static_cast<double>(samples_[instance]);
     const double trust = n / (n + tuning_.shrink_samples);
-    return trust * own + (1 - trust) * pool;
+    const double relative = (trust * own + (1 - trust) * mean) / mean;
+    if (std::abs(relative - 1.0) <= tuning_.speed_band) return pool;
+    return pool * relative;
   }
-  double pool_speed() const { return known_ > 0 ? speed_sum_ / known_ : kInitialSpeed; }
+  // The pool's speed: the nominal one unless what the gateway measures is clearly another (more
+  // than `kPoolSpeedFactor` away: engines of another size or model, a sped-up simulator). The
+  // hold bound is tuned in nominal seconds, and a measurement near them is mostly noise from
+  // the mix of cached and uncached work.
+  double pool_speed() const {
+    if (known_ == 0) return kNominalSpeed;
+    const double measured = speed_sum_ / known_;
+    const bool near = measured <= kNominalSpeed * kPoolSpeedFactor &&
+                      measured * kPoolSpeedFactor >= kNominalSpeed;
+    return near ? kNominalSpeed : measured;
+  }
+  static constexpr double kPoolSpeedFactor = 2.0;
   static constexpr double kSpeedSmoothing = 0.05;
-  static constexpr double kInitialSpeed = 8000;  // tokens/s
+  static constexpr double kNominalSpeed = 8000;  // tokens/s
   std::string name_;
   OmniTuning tuning_;
   std::vector<double> speed_;  // per node, tokens/s; 0 until observed
@@ -241,6 +262,8 @@ Result<OmniTuning> parse_omni_tuning(std::string_view name) {
       tuning.aging_tokens_per_second = value;
     } else if (key == "learn") {
       tuning.learn = value;
+    } else if (key == "band") {
+      tuning.speed_band = value;
     } else if (key == "shrink") {
       tuning.shrink_samples = value;
     } else if (key == "ctx") {
@@ -258,10 +281,11 @@ Result<OmniTuning> parse_omni_tuning(std::string_view name) {
     } else if (key == "daging") {
       tuning.decode_aging_tokens_per_second = value;
     } else {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "omni policy: unknown setting '" + key +
-                            "' (cache, idlecache, hold, aging, learn, shrink, ctx, req, seqbal, "
-                            "dkv, dalpha, daging)");
+      return make_error(
+          ErrorCode::kInvalidArgument,
+          "omni policy: unknown setting '" + key +
+              "' (cache, idlecache, hold, aging, learn, band, shrink, ctx, req, seqbal, "
+              "dkv, dalpha, daging)");
     }
   }
   return tuning;
