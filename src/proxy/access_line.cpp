@@ -40,6 +40,7 @@ std::string access_line(const Call& call, Duration e2e) {
   line["decode_node"] = call.decode_node;
   line["prefill_retries"] = call.prefill_retries;
   line["decode_retries"] = call.decode_retries;
+  line["kv_redos"] = call.kv_redos;
   line["bytes_in"] = call.request.body.size();
   line["bytes_out"] = call.bytes_out;
   line["e2e_ms"] = ms(e2e);

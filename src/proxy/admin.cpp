@@ -1,5 +1,12 @@
 // The admin API: in-flight requests with their stage, node states, drain, reload.
 // Guarded by admin_token (Bearer) when one is configured.
+//
+//   GET  /admin/requests              in-flight requests and the queue length
+//   GET  /admin/nodes                 every node's state
+//   POST /admin/drain                 {"node": "host:port", "drain": true|false}
+//   POST /admin/nodes/{name}/drain    the same for the node named in the path (host:port, its
+//                                     ':' possibly sent as %3A); body optional: {"drain": false}
+//   POST /admin/reload                re-reads the configuration
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -75,6 +82,19 @@ std::string list_nodes(Gateway::Impl& g) {
   return json::serialize(body);
 }
 
+// Drains (or undrains) the node named `name`: 404 when no such node is configured.
+http::Response drain_node(Gateway::Impl& g, const std::string& name, bool draining) {
+  bool known = false;
+  for (const NodeStatus& n : g.dispatcher->snapshot().nodes)
+    known = known || (n.spec.name == name && !n.removed);
+  if (!known) return http::error_response(404, "no node named " + name, "NotFoundError", "node");
+  g.dispatcher->drain(name, draining);
+  json::object answer;
+  answer["node"] = name;
+  answer["draining"] = draining;
+  return json_response(200, json::serialize(answer));
+}
+
 // POST /admin/drain {"node": "host:port", "drain": true}
 http::Response drain(Gateway::Impl& g, const http::Request& request) {
   boost::system::error_code ec;
@@ -87,16 +107,78 @@ http::Response drain(Gateway::Impl& g, const http::Request& request) {
   }
   const json::value* flag = object->if_contains("drain");
   const bool draining = !flag || (flag->is_bool() && flag->get_bool());
-  const std::string name(node->get_string());
-  bool known = false;
-  for (const NodeStatus& n : g.dispatcher->snapshot().nodes)
-    known = known || (n.spec.name == name && !n.removed);
-  if (!known) return http::error_response(404, "no node named " + name, "NotFoundError", "node");
-  g.dispatcher->drain(name, draining);
-  json::object answer;
-  answer["node"] = name;
-  answer["draining"] = draining;
-  return json_response(200, json::serialize(answer));
+  return drain_node(g, std::string(node->get_string()), draining);
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// A path segment with its percent-encoding undone (RFC 3986 2.1: "127.0.0.1%3A8100" is
+// "127.0.0.1:8100"); nullopt when a '%' is not followed by two hex digits.
+std::optional<std::string> percent_decoded(std::string_view segment) {
+  std::string out;
+  out.reserve(segment.size());
+  for (std::size_t i = 0; i < segment.size(); ++i) {
+    if (segment[i] != '%') {
+      out += segment[i];
+      continue;
+    }
+    if (i + 2 >= segment.size()) return std::nullopt;
+    const int high = hex_digit(segment[i + 1]);
+    const int low = hex_digit(segment[i + 2]);
+    if (high < 0 || low < 0) return std::nullopt;
+    out += static_cast<char>(high * 16 + low);
+    i += 2;
+  }
+  return out;
+}
+
+// The {name} segment of /admin/nodes/{name}/drain, still encoded; nullopt for any other path.
+std::optional<std::string_view> drain_path_segment(std::string_view path) {
+  constexpr std::string_view kPrefix = "/admin/nodes/";
+  constexpr std::string_view kSuffix = "/drain";
+  if (path.size() <= kPrefix.size() + kSuffix.size()) return std::nullopt;
+  if (!path.starts_with(kPrefix) || !path.ends_with(kSuffix)) return std::nullopt;
+  const std::string_view segment =
+      path.substr(kPrefix.size(), path.size() - kPrefix.size() - kSuffix.size());
+  if (segment.find('/') != std::string_view::npos) return std::nullopt;
+  return segment;
+}
+
+// POST /admin/nodes/{name}/drain: /admin/drain for the node named in the path. The body is
+// optional; {"drain": false} undrains. Other methods get 405, other paths under /admin 404.
+http::Response drain_by_path(Gateway::Impl& g, const http::Request& request) {
+  const std::string_view path = request.path();
+  const auto segment = drain_path_segment(path);
+  if (!segment) return http::error_response(404, "no route for " + std::string(path));
+  if (request.method != http::Method::kPost) {
+    http::Response response =
+        http::error_response(405, "method " + std::string(http::method_name(request.method)) +
+                                      " is not allowed for " + std::string(path));
+    response.headers.set("Allow", "POST");
+    return response;
+  }
+  const auto name = percent_decoded(*segment);
+  if (!name || name->empty()) {
+    return http::error_response(400, "malformed node name in the path: " + std::string(*segment),
+                                "", "node");
+  }
+  bool draining = true;
+  if (request.body.find_first_not_of(" \t\r\n") != std::string::npos) {
+    boost::system::error_code ec;
+    const json::value body = json::parse(request.body, ec);
+    const json::object* object = !ec ? body.if_object() : nullptr;
+    const json::value* flag = object ? object->if_contains("drain") : nullptr;
+    if (!object || (flag && !flag->is_bool())) {
+      return http::error_response(400, "expected no body or {\"drain\": true|false}", "", "drain");
+    }
+    draining = !flag || flag->get_bool();
+  }
+  return drain_node(g, *name, draining);
 }
 
 // Reading and parsing the configuration is file I/O: it runs on its own thread while this
@@ -143,8 +225,10 @@ Task<void> handle_admin(Gateway::Impl& g, http::Request& request, http::Response
     response = json_response(200, list_nodes(g));
   } else if (path == "/admin/drain") {
     response = drain(g, request);
-  } else {
+  } else if (path == "/admin/reload") {
     response = co_await reload(g);
+  } else {
+    response = drain_by_path(g, request);
   }
   (void)co_await writer.send(std::move(response));
 }

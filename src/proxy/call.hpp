@@ -85,6 +85,12 @@ struct Call {
   std::string decode_node;
   std::uint32_t prefill_retries = 0;
   std::uint32_t decode_retries = 0;
+  std::uint32_t kv_redos = 0;  // sequential PD: prefill + decode redone after lost KV
+  // Sequential PD: the decode leg loads KV a prefill left (its body carries the prefill's
+  // kv_transfer_params); `may_redo_kv`: a decode that cannot load it ends with kKvLost, and the
+  // proxy prefills again, instead of relaying the engine's answer.
+  bool decode_loads_remote_kv = false;
+  bool may_redo_kv = false;
   std::uint64_t bytes_out = 0;
   std::uint64_t events = 0;
   // The decode leg's lease while its engine runs. The relay releases it (success) as soon as
@@ -178,6 +184,12 @@ void arm_leg_deadline(const Call& call, LegDeadline& deadline, Duration timeout,
 // never counted against the node.
 bool engine_failed(int status, std::string_view body);
 
+// Whether a sequential PD decode's answer (not engine_failed) says it could not use the KV the
+// prefill left: a 500 (vLLM's kv_load_failure_policy "fail" ends the request with an error,
+// whatever the cause), or a 4xx naming the transfer (a stale or unknown kv_transfer_params).
+// The proxy wrote those parameters, so the fault is never the client's.
+bool kv_unusable(int status, std::string_view body);
+
 // The request to an engine: same route, `body`, the call's engine request id.
 http::Request upstream_request(const Call& call, std::string body);
 
@@ -192,8 +204,9 @@ Task<void> relay_refusal(Call& call, int status, const http::Headers& headers, s
 
 // How one decode attempt ended.
 enum class LegEnd {
-  kDone,   // the client has its answer (success, an engine's refusal, or an error event)
-  kRetry,  // failed before any byte reached the client: another node may try
+  kDone,    // the client has its answer (success, an engine's refusal, or an error event)
+  kRetry,   // failed before any byte reached the client: another node may try
+  kKvLost,  // sequential PD: the decode could not load the prefill's KV (call.may_redo_kv)
 };
 struct LegResult {
   LegEnd end = LegEnd::kRetry;

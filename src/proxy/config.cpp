@@ -105,6 +105,12 @@ void describe_timeouts(config::Schema<TimeoutsConfig>& s) {
   s.field("request", &C::request, "The whole request, every leg and retry included; 0s: no bound");
   s.field("queue", &C::queue, "Longest wait in the proxy queue (then 503)").min(1ms);
   s.field("client_idle", &C::client_idle, "Keep-alive wait for a client's next request").min(1ms);
+  s.field("client_header", &C::client_header,
+          "A client's whole request head must arrive within this (408 beyond)")
+      .min(1ms);
+  s.field("client_body", &C::client_body,
+          "A client's whole request body must arrive within this (408 beyond)")
+      .min(1ms);
   s.field("client_write", &C::client_write,
           "Longest a write to a client may block; a slower reader is cut (logged)")
       .min(1ms);
@@ -121,6 +127,9 @@ void describe_retries(config::Schema<RetriesConfig>& s) {
   s.field("decode_attempts", &RetriesConfig::decode_attempts,
           "Tries of a decode before its first byte reached the client")
       .range(1, 16);
+  s.field("kv_redo_attempts", &RetriesConfig::kv_redo_attempts,
+          "Sequential PD: prefills redone when the decode could not load the prefill's KV")
+      .range(0, 4);
 }
 
 void describe_health(config::Schema<HealthConfig>& s) {

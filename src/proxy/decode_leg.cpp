@@ -87,6 +87,38 @@ LegResult engine_call_failed(Call& call, const Leg& leg, const Error& error) {
   return LegResult{LegEnd::kRetry, Outcome::kFailure};
 }
 
+// What a sequential PD decode's refusal means when it says the prefill's KV could not be
+// loaded (kv_unusable): with a redo left the caller prefills again; without one, a refusal that
+// names the transfer is the proxy's own 502 (the client sent no transfer parameters) and a 500
+// is relayed as the engine's.
+enum class KvVerdict { kNotKv, kRedo, kProxysFault };
+
+KvVerdict kv_verdict(Call& call, const Leg& leg, int status, std::string_view body) {
+  if (!call.decode_loads_remote_kv || !kv_unusable(status, body)) return KvVerdict::kNotKv;
+  call.error = leg.node.spec.name + " could not load the prefill's KV (answered " +
+               std::to_string(status) + ")";
+  if (call.may_redo_kv) return KvVerdict::kRedo;
+  return status == 500 ? KvVerdict::kNotKv : KvVerdict::kProxysFault;
+}
+
+// A decode's refusal: relayed as the engine's, or turned into a redo or the proxy's 502 when it
+// is about the KV the proxy arranged (kv_verdict).
+Task<LegResult> refused(Call& call, const Leg& leg, int status, const http::Headers& headers,
+                        std::string body) {
+  switch (kv_verdict(call, leg, status, body)) {
+    case KvVerdict::kRedo: co_return LegResult{LegEnd::kKvLost, Outcome::kNeutral};
+    case KvVerdict::kProxysFault:
+      co_await answer_error(call, 502,
+                            "the decode engine could not load the KV of this request's prefill",
+                            RequestOutcome::kUpstreamError, "BadGatewayError");
+      co_return LegResult{LegEnd::kDone, Outcome::kNeutral};
+    case KvVerdict::kNotKv: break;
+  }
+  // The request's fault, not the node's: the client gets the engine's own answer.
+  co_await relay_refusal(call, status, headers, std::move(body));
+  co_return LegResult{LegEnd::kDone, Outcome::kSuccess};
+}
+
 Task<LegResult> send_whole(Call& call, Leg& leg, EngineClient& engine, http::Request request) {
   auto executor = co_await asio::this_coro::executor;
   http::Abort abort;
@@ -104,9 +136,7 @@ Task<LegResult> send_whole(Call& call, Leg& leg, EngineClient& engine, http::Req
     co_return LegResult{LegEnd::kRetry, Outcome::kFailure};
   }
   if (answer->status != 200) {
-    // The request's fault, not the node's: the client gets the engine's own answer.
-    co_await relay_refusal(call, answer->status, answer->headers, std::move(answer->body));
-    co_return LegResult{LegEnd::kDone, Outcome::kSuccess};
+    co_return co_await refused(call, leg, answer->status, answer->headers, std::move(answer->body));
   }
   std::string not_completion;  // a converted chat request (chat_bridge.hpp) gets its chat body
   if (!chat_whole_body(call, answer->body, not_completion)) {
@@ -141,8 +171,7 @@ Task<LegResult> forward_refusal(Call& call, const Leg& leg, http::ResponseStream
     call.error = leg.node.spec.name + " answered " + std::to_string(stream.status());
     co_return LegResult{LegEnd::kRetry, Outcome::kFailure};
   }
-  co_await relay_refusal(call, stream.status(), stream.headers(), std::move(body));
-  co_return LegResult{LegEnd::kDone, Outcome::kSuccess};
+  co_return co_await refused(call, leg, stream.status(), stream.headers(), std::move(body));
 }
 
 Task<LegResult> relay(Call& call, http::ResponseStream& stream, LegDeadline& deadline,

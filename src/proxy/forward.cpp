@@ -144,9 +144,11 @@ Task<std::optional<PrefillDone>> run_prefill(Call& call) {
 }
 
 // Decode legs with retries before the first byte; a PD decode stays in its prefill's group.
-// Each attempt sends its own copy of `body` (the client consumes what it sends).
+// Each attempt sends its own copy of `body` (the client consumes what it sends). True when the
+// decode could not load the prefill's KV and the caller is to prefill again (call.may_redo_kv);
+// otherwise the client has its answer.
 // (Arguments by reference, not temporaries: GCC 12 mishandles temporaries in co_await.)
-Task<void> run_decode(Call& call, const std::string& body, const LegRequest& wanted) {
+Task<bool> run_decode(Call& call, const std::string& body, const LegRequest& wanted) {
   LegRequest request = wanted;
   request.role = Role::kDecode;
   for (; request.attempt < call.g.config.retries.decode_attempts; ++request.attempt) {
@@ -158,29 +160,44 @@ Task<void> run_decode(Call& call, const std::string& body, const LegRequest& wan
     if (!leg) {
       if (request.attempt > 0 && leg.error().code == ErrorCode::kUnavailable) break;
       co_await answer_no_node(call, leg.error());
-      co_return;
+      co_return false;
     }
     call.decode_lease = &leg->lease;
     const LegResult result = co_await decode_once(call, *leg, body);
     call.decode_lease = nullptr;
     leg->lease.release(result.node_outcome);
-    if (result.end == LegEnd::kDone) co_return;
+    if (result.end == LegEnd::kDone) co_return false;
+    if (result.end == LegEnd::kKvLost) co_return true;
     call.g.metrics.decode_errors->inc();
     request.tried.push_back(leg->id());
   }
   co_await answer_error(call, 502, "every decode attempt failed: " + call.error,
                         RequestOutcome::kUpstreamError, "BadGatewayError");
+  co_return false;
 }
 
+// Prefill, then decode with the prefill's KV. A decode that cannot load that KV (the hold
+// expired while the decode pool was slow or down, the transfer failed) is the proxy's problem,
+// not the client's: the pair is redone (retries.kv_redo_attempts), as a retry.
 Task<void> run_sequential(Call& call) {
-  auto prefill = co_await run_prefill(call);
-  if (!prefill) co_return;
-  const std::string body = decode_body(call.members, prefill->kv_transfer_params);
-  LegRequest decode;
-  decode.role = Role::kDecode;
-  decode.group = std::move(prefill->group);
-  decode.prefill_node = prefill->node;
-  co_await run_decode(call, body, decode);
+  for (std::uint32_t redo = 0;; ++redo) {
+    call.may_redo_kv = redo < call.g.config.retries.kv_redo_attempts;
+    auto prefill = co_await run_prefill(call);
+    if (!prefill) co_return;
+    const std::string body = decode_body(call.members, prefill->kv_transfer_params);
+    LegRequest decode;
+    decode.role = Role::kDecode;
+    decode.group = std::move(prefill->group);
+    decode.prefill_node = prefill->node;
+    call.decode_loads_remote_kv = true;
+    const bool kv_lost = co_await run_decode(call, body, decode);
+    call.decode_loads_remote_kv = false;
+    if (!kv_lost) co_return;
+    ++call.kv_redos;
+    call.g.metrics.kv_redos->inc();
+    // The engines see the redo as a request of its own (vLLM keys its KV holds by request id).
+    call.engine_request_id += "-redo" + std::to_string(call.kv_redos);
+  }
 }
 
 // ---- parallel -------------------------------------------------------------------------------
@@ -195,6 +212,9 @@ Task<int> prefill_leg(Call& call, Leg& leg, std::string body, PrefillEnd& end,
                       std::optional<http::Response>& refusal) {
   co_await asio::this_coro::throw_if_cancelled(false);
   auto answer = co_await prefill_once(call, leg, std::move(body));
+  // Cancelled because the decode ended first: not the prefill node's failure, and the call's
+  // error stays the decode's.
+  if (!answer && co_await leg_cancelled()) co_return 0;
   if (!answer || engine_failed(answer->status, answer->body)) {
     call.error = answer ? leg.node.spec.name + " answered " + std::to_string(answer->status)
                         : leg.node.spec.name + ": " + answer.error().to_string();
@@ -260,11 +280,16 @@ Task<void> run_parallel(Call& call) {
     PrefillEnd prefill_end = PrefillEnd::kPending;
     std::optional<http::Response> refusal;
     call.decode_lease = &decode->lease;
+    // A decode whose KV never arrives (the bootstrap failed or timed out: vLLM and omni-sim
+    // answer 500) fails the pair, not the request: it is retried as a fresh pair.
+    call.decode_loads_remote_kv = true;
+    call.may_redo_kv = attempt + 1 < attempts;
     // Named first: GCC 12 mishandles temporaries inside a co_await expression.
     auto both =
         decode_leg(call, *decode, body) || prefill_leg(call, *prefill, body, prefill_end, refusal);
     auto winner = co_await std::move(both);
     call.decode_lease = nullptr;
+    call.decode_loads_remote_kv = false;
     if (prefill_end == PrefillEnd::kFailed) {
       call.g.metrics.prefill_errors->inc();
       call.g.metrics.cancelled_legs->inc();
@@ -292,7 +317,12 @@ Task<void> run_parallel(Call& call) {
     const LegResult decode_result = std::get<0>(winner);
     decode->lease.release(decode_result.node_outcome);
     if (decode_result.end == LegEnd::kDone) co_return;
-    call.g.metrics.decode_errors->inc();
+    if (decode_result.end == LegEnd::kKvLost) {
+      ++call.kv_redos;
+      call.g.metrics.kv_redos->inc();
+    } else {
+      call.g.metrics.decode_errors->inc();
+    }
     tried_decode.push_back(decode->id());
   }
   co_await answer_error(call, 502, "every prefill/decode pair failed: " + call.error,
@@ -370,7 +400,7 @@ Task<void> serve(Call& call) {
     case PdMode::kParallel: co_await run_parallel(call); break;
     case PdMode::kAggregated: {
       const LegRequest whole;
-      co_await run_decode(call, call.request.body, whole);
+      (void)co_await run_decode(call, call.request.body, whole);
       break;
     }
   }

@@ -41,6 +41,8 @@ http::ServerOptions server_options(const ProxyConfig& c) {
   o.max_body_bytes = c.limits.max_body_bytes;
   o.stream_backlog_bytes = c.limits.stream_backlog_bytes;
   o.idle_timeout = c.timeouts.client_idle;
+  o.header_timeout = c.timeouts.client_header;
+  o.body_timeout = c.timeouts.client_body;
   o.write_timeout = c.timeouts.client_write;
   o.shutdown_grace = c.timeouts.shutdown_grace;
   o.server_name = "omni-proxy";

@@ -156,6 +156,13 @@ bool engine_failed(int status, std::string_view body) {
          contains_nocase(body, "engine is dead") || contains_nocase(body, "engine core");
 }
 
+bool kv_unusable(int status, std::string_view body) {
+  if (status == 500) return true;
+  if (status < 400 || status >= 500) return false;
+  return contains_nocase(body, "kv_transfer") || contains_nocase(body, "kv transfer") ||
+         contains_nocase(body, "remote kv") || contains_nocase(body, "no longer holds");
+}
+
 http::Request upstream_request(const Call& call, std::string body) {
   http::Request request;
   request.method = http::Method::kPost;
@@ -190,8 +197,13 @@ Task<void> answer_no_node(Call& call, const Error& error) {
     co_await answer_error(call, 429, "the proxy is at capacity; retry later",
                           RequestOutcome::kRejected, "RateLimitError");
   } else if (error.code == ErrorCode::kTimeout) {
-    co_await answer_error(call, 503, "no engine was free within the queue timeout",
-                          RequestOutcome::kTimeout, "ServiceUnavailableError");
+    // The scheduler says when the role had no usable node at all (down, ejected). Named, not a
+    // temporary in the co_await: GCC 12 destroys such a temporary twice.
+    const bool none_usable = error.message.rfind("no usable", 0) == 0;
+    std::string message =
+        none_usable ? error.message : std::string("no engine was free within the queue timeout");
+    co_await answer_error(call, 503, std::move(message), RequestOutcome::kTimeout,
+                          "ServiceUnavailableError");
   } else {
     co_await answer_error(call, 503, error.message, RequestOutcome::kUpstreamError,
                           "ServiceUnavailableError");

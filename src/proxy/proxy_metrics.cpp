@@ -96,6 +96,9 @@ Result<ProxyMetrics> ProxyMetrics::create(metrics::Registry& registry) {
   const C counters[] = {
       {&m.prefill_retries, "omni_proxy:retries_total", "Legs retried on another node.", "prefill"},
       {&m.decode_retries, "omni_proxy:retries_total", "Legs retried on another node.", "decode"},
+      {&m.kv_redos, "omni_proxy:kv_redos_total",
+       "Sequential PD requests prefilled again because the decode could not load the KV.",
+       "decode"},
       {&m.prefill_errors, "omni_proxy:upstream_errors_total", "Failed engine calls.", "prefill"},
       {&m.decode_errors, "omni_proxy:upstream_errors_total", "Failed engine calls.", "decode"},
       {&m.relayed_events, "omni_proxy:relayed_events_total", "SSE events relayed to clients.",

@@ -70,6 +70,7 @@ struct ProxyMetrics {
   metrics::Histogram* scheduler_pass = nullptr;
   metrics::Counter* prefill_retries = nullptr;
   metrics::Counter* decode_retries = nullptr;
+  metrics::Counter* kv_redos = nullptr;  // sequential PD: prefill and decode redone (lost KV)
   metrics::Counter* prefill_errors = nullptr;
   metrics::Counter* decode_errors = nullptr;
   metrics::Counter* relayed_events = nullptr;

@@ -1,4 +1,7 @@
 // The proxy's routes other than generation: probes, metrics, the model list.
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -7,6 +10,7 @@
 #include "recording_writer.hpp"
 
 #include "gateway_impl.hpp"
+#include "leg_deadline.hpp"
 #include "model_catalog.hpp"
 
 namespace omni::proxy {
@@ -21,13 +25,17 @@ Task<void> health(http::Request&, http::ResponseWriter& writer) {
 }
 
 // Ready when a whole path exists: a usable decode node, and a usable prefill node unless the
-// mode is aggregated.
+// mode is aggregated. The body names the roles the mode needs that have no usable node.
 Task<void> ready(Gateway::Impl& g, http::ResponseWriter& writer) {
   const DispatcherSnapshot snapshot = g.dispatcher->snapshot();
   const bool needs_prefill = g.config.pd_mode != PdMode::kAggregated;
   const bool ok = snapshot.decode_usable && (!needs_prefill || snapshot.prefill_usable);
+  json::array missing;
+  if (needs_prefill && !snapshot.prefill_usable) missing.emplace_back("prefill");
+  if (!snapshot.decode_usable) missing.emplace_back("decode");
   json::object body;
   body["ready"] = ok;
+  body["missing"] = std::move(missing);
   body["prefill_usable"] = snapshot.prefill_usable;
   body["decode_usable"] = snapshot.decode_usable;
   body["pd_mode"] = pd_mode_name(g.config.pd_mode);
@@ -49,36 +57,57 @@ std::vector<std::string> node_names(const std::vector<NodeEntry>& nodes) {
   return names;
 }
 
+// One engine's GET /v1/models into the catalog, aborted when `left` runs out. Runs detached:
+// everything it uses is its own or shared (`state`); `g` outlives the I/O threads.
+struct ModelsFetch {
+  explicit ModelsFetch(asio::any_io_executor executor) : wake(std::move(executor)) {}
+  asio::steady_timer wake;  // the route waits on it; the last fetch to end cancels it
+  std::size_t pending = 0;
+};
+
+Task<void> fetch_models(Gateway::Impl& g, NodeEntry node, std::string request_id, Duration left,
+                        std::shared_ptr<ModelsFetch> state) {
+  auto executor = co_await asio::this_coro::executor;
+  http::Request ask;
+  ask.method = http::Method::kGet;
+  ask.target = "/v1/models";
+  if (!request_id.empty()) ask.headers.add("X-Request-Id", std::move(request_id));
+  // The deadline's timer shares its state with its handler, which forgets `abort` when the
+  // deadline object goes: a timer firing as the answer arrives touches nothing destroyed.
+  http::Abort abort;
+  LegDeadline bound(executor, abort);
+  bound.expires_after(left, "timeouts.models passed");
+  // Named, not a temporary in the co_await: GCC 12 destroys such a temporary twice when the
+  // call is aborted (this route crashed the proxy so with a stalled engine).
+  const http::Endpoint endpoint{node.host, node.port};
+  auto answer = co_await g.decode_client(executor).send(endpoint, std::move(ask), &abort);
+  if (answer && answer->status == 200) {
+    if (auto list = parse_models(answer->body))
+      g.models.store(node.spec.name, std::move(*list), g.clock.now());
+  }
+  if (--state->pending == 0) state->wake.cancel();
+}
+
 // /v1/models: the union by id of what the engines serve, from the catalog the health checker
-// keeps (model_catalog.hpp). Engines not known yet are asked now, one after the other within
-// one short deadline (timeouts.models), each call aborted when it runs out: a stalled engine
-// delays the answer by that much at most, once.
+// keeps (model_catalog.hpp). Engines not known yet are asked now, all at once, within one short
+// deadline (timeouts.models), each call aborted when it runs out: a stalled engine delays the
+// answer by that much at most, and never keeps the others from being asked.
 Task<void> models(Gateway::Impl& g, http::Request& request, http::ResponseWriter& writer) {
   const std::vector<NodeEntry> nodes = g.directory.all();
   auto executor = co_await asio::this_coro::executor;
-  http::Client& client = g.decode_client(executor);
-  const TimePoint deadline = g.clock.now() + g.config.timeouts.models;
+  const Duration left = g.config.timeouts.models;
+  const auto deadline = std::chrono::steady_clock::now() + left;
+  auto state = std::make_shared<ModelsFetch>(executor);
+  std::string request_id(request.headers.get("X-Request-Id").value_or(""));
   for (const NodeEntry& node : nodes) {
     if (g.models.fetched_at(node.spec.name)) continue;
-    const TimePoint now = g.clock.now();
-    if (now >= deadline) break;
-    http::Request ask;
-    ask.method = http::Method::kGet;
-    ask.target = "/v1/models";
-    if (auto id = request.headers.get("X-Request-Id"))
-      ask.headers.add("X-Request-Id", std::string(*id));
-    http::Abort abort;
-    asio::steady_timer timer(executor);
-    timer.expires_after(deadline - now);
-    timer.async_wait([&abort](const boost::system::error_code& ec) {
-      if (!ec) abort.abort();
-    });
-    auto answer =
-        co_await client.send(http::Endpoint{node.host, node.port}, std::move(ask), &abort);
-    timer.cancel();
-    if (!answer || answer->status != 200) continue;
-    if (auto list = parse_models(answer->body))
-      g.models.store(node.spec.name, std::move(*list), g.clock.now());
+    ++state->pending;
+    asio::co_spawn(executor, fetch_models(g, node, request_id, left, state), asio::detached);
+  }
+  // Every fetch ends by the deadline (each aborts itself); the margin covers their last steps.
+  while (state->pending > 0 && std::chrono::steady_clock::now() < deadline) {
+    state->wake.expires_at(deadline + std::chrono::milliseconds(50));
+    (void)co_await state->wake.async_wait(asio::as_tuple(asio::use_awaitable));
   }
   auto body = g.models.union_body(node_names(nodes));
   if (!body) {
@@ -160,9 +189,13 @@ http::Handler make_handler(Gateway::Impl& g) {
   router.add(http::Method::kGet, "/admin/nodes", admin);
   router.add(http::Method::kPost, "/admin/drain", admin);
   router.add(http::Method::kPost, "/admin/reload", admin);
+  // /admin/nodes/{name}/drain has a variable segment, which the router (exact paths) cannot
+  // match: the admin API takes every path under /admin/nodes/ itself, its 404 and 405 too.
+  http::Handler admin_nodes = admin;
   // The generation routes first, without the router: they are nearly every request, and
   // their Call writes their log line and metrics itself.
-  return [gp, routes = router.handler()](http::Request& r, http::ResponseWriter& w) -> Task<void> {
+  return [gp, routes = router.handler(), admin_nodes](http::Request& r,
+                                                      http::ResponseWriter& w) -> Task<void> {
     if (r.method == http::Method::kPost) {
       const std::string_view path = r.path();
       if (path == "/v1/completions")
@@ -171,6 +204,7 @@ http::Handler make_handler(Gateway::Impl& g) {
         co_return co_await handle_generate(*gp, r, w, Api::kChatCompletions);
       }
     }
+    if (r.path().starts_with("/admin/nodes/")) co_return co_await logged(*gp, admin_nodes, r, w);
     co_await logged(*gp, routes, r, w);
   };
 }

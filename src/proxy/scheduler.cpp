@@ -139,13 +139,19 @@ void Scheduler::schedule(std::vector<Decision>& decisions) {
     }
     if (!possible) {
       decisions.push_back(
-          {ticket.id, make_error(ErrorCode::kUnavailable, std::string("no ") +
-                                                              std::string(role_name(ticket.role)) +
-                                                              " node left to try")});
+          {ticket.id, make_error(ErrorCode::kUnavailable,
+                                 std::string("no usable ") + std::string(role_name(ticket.role)) +
+                                     " node (every one is draining or already tried)")});
       finished_[index] = 1;
     } else if (now - waiting.enqueued >= options_.queue_timeout) {
-      decisions.push_back({ticket.id, make_error(ErrorCode::kTimeout,
-                                                 "no node was free within the queue timeout")});
+      // Say whether the nodes were busy or the role had none usable (down, ejected).
+      const bool none_usable = !usable(ticket.role);
+      decisions.push_back(
+          {ticket.id,
+           make_error(ErrorCode::kTimeout,
+                      none_usable ? "no usable " + std::string(role_name(ticket.role)) +
+                                        " node (down or ejected) within the queue timeout"
+                                  : std::string("no node was free within the queue timeout"))});
       finished_[index] = 1;
     }
     if (finished_[index] && waiting.held) --decodes_held_now_;
@@ -573,10 +579,15 @@ bool Scheduler::candidate(const Node& node, const Ticket& ticket) const {
          s.load.running < options_.node_limits.running;
 }
 
+// Whether some node could still take `ticket` by waiting: one of its role and group, not tried
+// by it, not draining. A node down by its probes or ejected counts: one failed probe (a busy
+// engine answering late) marks a node down, and failing every request at once on it would turn
+// a blip into an outage; the request waits (queue timeout) and says why when it gives up. A role
+// whose every node is draining (the operator's word) fails at once.
 bool Scheduler::any_possible(const Ticket& ticket) const {
   return std::any_of(nodes_.begin(), nodes_.end(), [&](const Node& node) {
     const NodeStatus& s = node.status;
-    if (s.spec.role != ticket.role || s.removed) return false;
+    if (s.spec.role != ticket.role || s.removed || s.draining) return false;
     if (!ticket.group.empty() && !s.spec.group.empty() && s.spec.group != ticket.group)
       return false;
     return std::find(ticket.tried.begin(), ticket.tried.end(), s.id) == ticket.tried.end();

@@ -30,6 +30,7 @@ struct Act {
   enum Kind { kAnswer, kStatus, kRefuseConnection, kHang, kStallAfter } kind = kAnswer;
   int status = 200;
   int pieces = 3;  // streamed events before the end (kStallAfter: before the stall)
+  std::string message = "engine says no";  // kStatus: the error's message
 };
 
 struct CallRecord {
@@ -43,6 +44,7 @@ class FakeEngines final : public EngineClient {
  public:
   std::map<std::string, std::deque<Act>> script;
   std::vector<CallRecord> calls;
+  std::vector<std::string> ids;  // each call's X-Request-Id
 
   Task<Result<http::Response>> send(const NodeEntry& node, http::Request request,
                                     http::Abort* abort) override {
@@ -55,8 +57,8 @@ class FakeEngines final : public EngineClient {
     response.status = act.kind == Act::kStatus ? act.status : 200;
     response.headers.add("Content-Type", "application/json");
     if (response.status != 200) {
-      response.body =
-          R"({"error":{"message":"engine says no","code":)" + std::to_string(act.status) + "}}";
+      response.body = R"({"error":{"message":")" + act.message + R"(","code":)" +
+                      std::to_string(act.status) + "}}";
     } else if (calls[index].prefill) {
       response.body = R"({"choices":[{"text":"x"}],"kv_transfer_params":{"remote_engine_id":")" +
                       node.spec.name + R"(","remote_block_ids":[[1]]}})";
@@ -97,7 +99,7 @@ class FakeEngines final : public EngineClient {
     Task<Result<std::optional<std::string>>> next() override {
       if (act_.kind == Act::kStatus) {
         if (sent_++ > 0) co_return std::optional<std::string>();
-        co_return std::optional<std::string>(R"({"error":{"message":"engine says no"}})");
+        co_return std::optional<std::string>(R"({"error":{"message":")" + act_.message + R"("}})");
       }
       if (sent_ < act_.pieces) {
         ++sent_;
@@ -128,6 +130,7 @@ class FakeEngines final : public EngineClient {
   std::size_t record(const NodeEntry& node, const http::Request& request) {
     calls.push_back(
         {node.spec.name, request.body.find("\"do_remote_decode\":true") != std::string::npos});
+    ids.emplace_back(request.headers.get("X-Request-Id").value_or(""));
     return calls.size() - 1;
   }
   Act next_act(const std::string& node) {
@@ -418,6 +421,106 @@ TEST_F(Orchestrator, AnEnginesRefusalOfTheRequestIsRelayedNotRetried) {
   EXPECT_NE(client.body.find("engine says no"), std::string::npos);
   EXPECT_EQ(engines.nodes_called(), (Calls{kD1}));
   EXPECT_EQ(health()[kD1].failures, 0u);
+}
+
+// A decode that cannot load the KV its prefill left (the hold expired while the decode pool was
+// slow, vLLM's kv_load_failure_policy "fail" answering 500) is the proxy's problem: the pair is
+// redone once, with a request id of its own, and the client gets its answer, not the 500.
+TEST_F(Orchestrator, ADecodeThatCannotLoadThePrefillsKvIsPrefilledAgain) {
+  start(PdMode::kSequential);
+  engines.script[kD1] = {Act{Act::kStatus, 500, 3, "remote KV could not be loaded"}, Act{}};
+  FakeClient client;
+  serve(R"({"prompt":"hello","max_tokens":4})", client);
+  EXPECT_EQ(client.status, 200) << client.body;
+  ASSERT_EQ(engines.calls.size(), 4u);
+  EXPECT_TRUE(engines.calls[0].prefill);
+  EXPECT_FALSE(engines.calls[1].prefill);
+  EXPECT_TRUE(engines.calls[2].prefill) << "a fresh prefill, not a second decode on stale KV";
+  EXPECT_FALSE(engines.calls[3].prefill);
+  EXPECT_NE(engines.ids[0], engines.ids[2]) << "the redo is a request of its own to the engines";
+  EXPECT_EQ(g->metrics.kv_redos->value(), 1.0);
+  for (const auto& [name, node] : health()) {
+    EXPECT_EQ(node.failures, 0u) << name << ": nobody's fault but the hold's";
+    EXPECT_EQ(node.load.running, 0u) << name;
+  }
+}
+
+// The same when the stream is asked for, and when the decode names the stale parameters with a
+// 400: once the redo is spent the client gets the proxy's 502, never a 400 for a valid request.
+TEST_F(Orchestrator, StaleTransferParametersAreNeverTheClientsFault) {
+  start(PdMode::kSequential);
+  const Act stale{Act::kStatus, 400, 3, "kv_transfer_params are stale"};
+  engines.script[kD1] = {stale};
+  engines.script[kD2] = {stale};
+  FakeClient client;
+  serve(R"({"prompt":"hello","max_tokens":4,"stream":true})", client);
+  EXPECT_EQ(client.status, 502) << client.body;
+  EXPECT_EQ(client.body.find("stale"), std::string::npos) << client.body;
+  ASSERT_EQ(engines.calls.size(), 4u) << "one redo of the pair, then an answer";
+  EXPECT_TRUE(engines.calls[2].prefill);
+  EXPECT_EQ(g->metrics.kv_redos->value(), 1.0);
+}
+
+// With redos turned off a decode's 500 is relayed as the engine's (an engine's answer about the
+// request is never turned into another status), and a request of a mode without a KV hand-over
+// (aggregated) relays a 400 untouched whatever it says.
+TEST_F(Orchestrator, WithoutARedoTheEnginesAnswerIsRelayed) {
+  start(PdMode::kSequential, [](ProxyConfig& c) { c.retries.kv_redo_attempts = 0; });
+  engines.script[kD1] = {Act{Act::kStatus, 500, 3, "remote KV could not be loaded"}};
+  FakeClient client;
+  serve(R"({"prompt":"hello","max_tokens":4})", client);
+  EXPECT_EQ(client.status, 500);
+  EXPECT_EQ(engines.nodes_called().size(), 2u);
+  EXPECT_EQ(health()[kD1].failures, 0u);
+}
+
+TEST_F(Orchestrator, AnAggregatedRefusalNamingTheTransferIsStillTheEngines) {
+  start(PdMode::kAggregated);
+  engines.script[kD1] = {Act{Act::kStatus, 400, 3, "kv_transfer_params must be an object"}};
+  FakeClient client;
+  serve(R"({"prompt":"hello","max_tokens":4})", client);
+  EXPECT_EQ(client.status, 400);
+  EXPECT_EQ(engines.nodes_called(), (Calls{kD1}));
+}
+
+// Admission counts what a request without max_tokens may really generate (up to the context, as
+// vLLM does), not the 16 of vLLM's completions default: the configured max_model_len, else the
+// smallest one the engines report on /v1/models. A decode lease holds prompt + max_tokens.
+class UnboundedAdmission : public Orchestrator {
+ protected:
+  std::uint64_t outstanding_while_decoding(const std::string& body) {
+    engines.script[kD1] = {Act{Act::kHang}};
+    engines.script[kD2] = {Act{Act::kHang}};
+    FakeClient client;
+    std::uint64_t seen = 0;  // over both nodes: the policy picks either
+    serve(body, client, [&] {
+      for (const auto& [name, node] : health()) seen += node.load.outstanding_tokens;
+      client.leave();
+    });
+    return seen;
+  }
+};
+
+TEST_F(UnboundedAdmission, NullOrAbsentMaxTokensCountsTheConfiguredContext) {
+  start(PdMode::kAggregated, [](ProxyConfig& c) { c.limits.max_model_len = 5000; });
+  EXPECT_EQ(outstanding_while_decoding(R"({"prompt":"hello","max_tokens":null})"), 5000u);
+  // Completions without max_tokens are bounded by vLLM's default of 16 (plus the prompt's
+  // few estimated tokens).
+  const std::uint64_t absent = outstanding_while_decoding(R"({"prompt":"hello"})");
+  EXPECT_GE(absent, 16u);
+  EXPECT_LT(absent, 32u);
+}
+
+TEST_F(UnboundedAdmission, TheEnginesReportedContextBoundsItWhenNoneIsConfigured) {
+  start(PdMode::kAggregated);
+  ModelList list;
+  list.max_model_len = 3000;
+  g->models.store(kD1, list, clock.now());
+  ModelList longer;
+  longer.max_model_len = 9000;
+  g->models.store(kD2, longer, clock.now());
+  EXPECT_EQ(outstanding_while_decoding(R"({"prompt":"hello","max_tokens":null})"), 3000u)
+      << "the smallest context any engine serves";
 }
 
 }  // namespace

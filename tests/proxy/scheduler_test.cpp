@@ -180,6 +180,8 @@ TEST_F(ProxySchedulerTest, NeutralOutcomesDoNotCountAgainstANode) {
   EXPECT_EQ(scheduler->nodes()[0].failures, 0u);
 }
 
+// A role whose every node is down by its probes keeps a request waiting (one late probe must
+// not fail everything at once); a node back up takes it.
 TEST_F(ProxySchedulerTest, ProbesTakeNodesDownAndBringThemBack) {
   make();
   scheduler->report_probe(id_of("d0"), false);
@@ -191,6 +193,35 @@ TEST_F(ProxySchedulerTest, ProbesTakeNodesDownAndBringThemBack) {
   auto decisions = scheduler->schedule();
   ASSERT_EQ(decisions.size(), 1u);
   EXPECT_EQ(decisions[0].lease->node, id_of("d1"));
+}
+
+// A request that waited out the queue timeout because its role had no usable node says so,
+// not that the nodes were busy.
+TEST_F(ProxySchedulerTest, ATimeoutWithEveryNodeDownSaysSo) {
+  SchedulerOptions options;
+  options.queue_timeout = std::chrono::seconds(3);
+  make(options);
+  scheduler->report_probe(id_of("d0"), false);
+  scheduler->report_probe(id_of("d1"), false);
+  EXPECT_EQ(place(ticket(1, Role::kDecode, 10)), "waiting");
+  clock.advance(std::chrono::seconds(3));
+  auto decisions = scheduler->schedule();
+  ASSERT_EQ(decisions.size(), 1u);
+  ASSERT_FALSE(decisions[0].lease.ok());
+  EXPECT_EQ(decisions[0].lease.error().code, ErrorCode::kTimeout);
+  EXPECT_NE(decisions[0].lease.error().message.find("no usable decode node"), std::string::npos)
+      << decisions[0].lease.error().message;
+}
+
+// Draining every node of a role (an operator's word) fails new requests at once too.
+TEST_F(ProxySchedulerTest, EveryNodeDrainingFailsANewRequestAtOnce) {
+  make();
+  ASSERT_TRUE(scheduler->set_draining("p0", true).ok());
+  ASSERT_TRUE(scheduler->set_draining("p1", true).ok());
+  ASSERT_TRUE(scheduler->submit(ticket(1, Role::kPrefill, 10)).ok());
+  auto refused = scheduler->schedule();
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_FALSE(refused[0].lease.ok());
 }
 
 TEST_F(ProxySchedulerTest, DrainingNodesFinishButTakeNothingNew) {

@@ -80,7 +80,9 @@ struct TimeoutsConfig {
   Duration request = 3600s;     // the whole request; 0s: no bound
   Duration queue = 30s;         // the longest wait in the proxy queue
   Duration client_idle = 60s;
-  Duration client_write = 30s;  // one write to a client may block this long (slow readers)
+  Duration client_header = 10s;  // a client's whole request head (408 beyond: slow loris)
+  Duration client_body = 60s;    // a client's whole request body (408 beyond)
+  Duration client_write = 30s;   // one write to a client may block this long (slow readers)
   Duration shutdown_grace = 10s;
   Duration models = 2s;  // /v1/models waits this long for engines that have not answered
 };
@@ -88,6 +90,9 @@ struct TimeoutsConfig {
 struct RetriesConfig {
   std::uint32_t prefill_attempts = 3;  // on different prefill nodes
   std::uint32_t decode_attempts = 2;   // only before the first byte reached the client
+  // Sequential PD: times a request is prefilled again when its decode could not load the KV the
+  // prefill left (the hold expired, the transfer failed): the proxy's fault, never the client's.
+  std::uint32_t kv_redo_attempts = 1;
 };
 
 struct HealthConfig {

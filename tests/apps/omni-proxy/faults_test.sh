@@ -126,7 +126,20 @@ stop_pid "$PID_sick"
 start_engine sick --port "$PORT_sick"
 for _ in $(seq 50); do [ "$(get /ready)" = "200" ] && break; sleep 0.1; done
 expect_status 200 "$(get /ready)" "re-admitted after a good probe"
+body_has '.missing == []' "a ready proxy names no missing role"
 stop_pid "$PID_health"
+# A PD mode is ready only while every role it needs has a usable engine; the body names the
+# role that has none (here the prefill role, with a healthy decode engine beside it).
+start_engine sickprefill --unhealthy
+start_engine okdecode
+start_proxy pdready --prefill-endpoints "127.0.0.1:$PORT_sickprefill" \
+  --decode-endpoints "127.0.0.1:$PORT_okdecode" --health-interval 100ms
+for _ in $(seq 50); do [ "$(get /ready)" = "503" ] && break; sleep 0.1; done
+expect_status 503 "$(get /ready)" "sequential PD ready without a healthy prefill engine"
+body_has '.missing == ["prefill"] and .decode_usable == true' "/ready names the missing role"
+stop_pid "$PID_pdready"
+stop_pid "$PID_sickprefill"
+stop_pid "$PID_okdecode"
 
 echo "[$SECONDS s] step 6" >&2
 # 6. Drain via the admin API, then SIGHUP reloads the pools from the config file.
@@ -139,6 +152,26 @@ expect_status 404 "$(post /admin/drain '{"node":"127.0.0.1:1"}')" "drain an unkn
 for i in $(seq 4); do expect_status 200 "$(post /v1/completions '{"prompt":"x","max_tokens":1}')" "drained $i"; done
 [ ! -s "$work/e1.jsonl" ] || fail "a draining node got requests"
 expect_status 200 "$(post /admin/drain "{\"node\":\"127.0.0.1:$PORT_e1\",\"drain\":false}")" "undrain"
+# The same through the node's own route, /admin/nodes/{host:port}/drain (body optional; the
+# ':' may come as %3A): a drained e2 gets nothing, {"drain":false} gives it work again.
+expect_status 200 "$(post "/admin/nodes/127.0.0.1:$PORT_e2/drain" '')" "drain by path"
+body_has ".node == \"127.0.0.1:$PORT_e2\" and .draining == true" "drain by path: the answer"
+expect_status 200 "$(get /admin/nodes)" "nodes"
+body_has ".nodes | map(select(.name == \"127.0.0.1:$PORT_e2\")) | .[0].draining" "e2 draining"
+e2_before=$(wc -l <"$work/e2.jsonl")
+for i in $(seq 4); do expect_status 200 "$(post /v1/completions '{"prompt":"x","max_tokens":1}')" "e2 drained $i"; done
+[ "$(wc -l <"$work/e2.jsonl")" -eq "$e2_before" ] || fail "a node drained by path got requests"
+expect_status 200 "$(post "/admin/nodes/127.0.0.1%3A$PORT_e2/drain" '{"drain":false}')" "undrain by path, %3A"
+body_has ".node == \"127.0.0.1:$PORT_e2\" and .draining == false" "undrain by path: the answer"
+expect_status 200 "$(get /admin/nodes)" "nodes"
+body_has "all(.nodes[]; .draining == false)" "no node draining after the undrain"
+expect_status 404 "$(post /admin/nodes/127.0.0.1:1/drain '')" "drain an unknown node by path"
+body_has '.error.type == "NotFoundError"' "unknown node: the error"
+expect_status 405 "$(get "/admin/nodes/127.0.0.1:$PORT_e2/drain")" "GET on the drain route"
+grep -qi '^Allow: POST' "$work/headers" || fail "405 without Allow: POST"
+expect_status 400 "$(post "/admin/nodes/127.0.0.1:$PORT_e2/drain" '{"drain":"no"}')" "a drain that is not a boolean"
+expect_status 400 "$(post "/admin/nodes/127.0.0.1%3/drain" '')" "a malformed %-escape"
+expect_status 404 "$(post "/admin/nodes/127.0.0.1:$PORT_e2/undrain" '')" "another route under a node"
 printf 'pd_mode: aggregated\ndecode_endpoints: ["127.0.0.1:%s"]\n' "$PORT_e1" >"$work/pools.yaml"
 kill -HUP "$PID_pools"
 for _ in $(seq 50); do grep -q "pools reloaded" "$work/pools.log" && break; sleep 0.05; done

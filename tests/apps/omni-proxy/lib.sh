@@ -10,7 +10,8 @@ pids=()
 
 cleanup() {
   local pid
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  # SIGCONT too: a test may have stopped an engine (SIGSTOP), which would never see the TERM.
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; kill -CONT "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   # Under sanitizers a report in any process's log fails the test.
   local reports

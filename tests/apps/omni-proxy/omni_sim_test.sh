@@ -30,4 +30,38 @@ for mode in sequential parallel aggregated; do
   grep -q '"error"' "$work/stream.txt" && fail "$mode: error in stream: $(cat "$work/stream.txt")"
   kill "$proxy_pid"; wait "$proxy_pid" 2>/dev/null || true
 done
+
+# Sequential PD when the decode comes after its prefill's KV hold expired (the decode engine was
+# stopped for longer than the lease: 30 model s = 0.3 s here) and that engine fails requests
+# whose KV cannot be loaded (kv_load_failure_policy "fail": a 500): the proxy prefills again.
+# The client's valid request gets its answer, never a 400 or the engine's 500; the access log
+# and /metrics count the redo.
+lease_cfg() {
+  echo "{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\",\"kv_load_failure_policy\":\"fail\",\"kv_connector_extra_config\":{\"kv_lease_duration\":30}}"
+}
+lp_port=$(free_port); ld_port=$(free_port)
+KV_CONFIG=$(lease_cfg) start_sim leaseprefill "$lp_port" --disaggregation-mode prefill
+KV_CONFIG=$(lease_cfg) start_sim faildecode "$ld_port" --disaggregation-mode decode
+decode_pid=${pids[-1]}
+"$proxy_bin" --listen-port "$proxy_port" --prefill-endpoints "127.0.0.1:$lp_port" \
+  --decode-endpoints "127.0.0.1:$ld_port" --health-interval 0s --access-log "$work/redo.access.jsonl" \
+  >"$work/proxy-redo.log" 2>&1 &
+pids+=($!)
+wait_port "$proxy_port"
+kill -STOP "$decode_pid"
+curl -s -o "$work/redo.json" -w '%{http_code}' -H 'Content-Type: application/json' \
+  --data '{"model":"deepseek-ai/DeepSeek-V3","prompt":"The capital of France is","max_tokens":8}' \
+  "http://127.0.0.1:$proxy_port/v1/completions" >"$work/redo.status" &
+curl_pid=$!
+sleep 1.5
+kill -CONT "$decode_pid"
+wait "$curl_pid" || fail "redo: curl failed"
+[ "$(cat "$work/redo.status")" = 200 ] || fail "redo: status $(cat "$work/redo.status"): $(cat "$work/redo.json")"
+jq -e '.choices[0].text | length > 0' "$work/redo.json" >/dev/null || fail "redo: no text: $(cat "$work/redo.json")"
+grep -q "omni_sim_kv_load_failures_total" <(curl -s "http://127.0.0.1:$ld_port/metrics") \
+  || fail "redo: the decode never failed to load the KV (the test did not test the redo)"
+jq -e -s 'length == 1 and .[0].kv_redos == 1 and .[0].status == 200' "$work/redo.access.jsonl" >/dev/null \
+  || fail "redo: access log: $(cat "$work/redo.access.jsonl")"
+curl -s "http://127.0.0.1:$proxy_port/metrics" | grep -q '^omni_proxy:kv_redos_total{pool="decode"} 1' \
+  || fail "redo: omni_proxy:kv_redos_total is not 1"
 echo "PASS"

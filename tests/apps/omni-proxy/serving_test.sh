@@ -166,5 +166,41 @@ expect_status 400 "$(post /v1/completions '{"prompt":"x","bootstrap_host":"10.9.
   "PD fields refused"
 body_has '.error.param == "bootstrap_host"' "the refusal names the field"
 [ -z "$(records prefill ssrf-2)" ] || fail "a refused request reached an engine"
+stop_pid "$PID_strict"
+
+# 9. The HTTP layer's own refusals are logged and counted like every answer: a head that never
+#    completes gets 408 at timeouts.client_header; a client over limits.max_connections while
+#    every connection is busy gets 503. /v1/models never blocks on a stalled engine: an engine
+#    stopped with SIGSTOP (its kernel still accepts connections) costs at most timeouts.models.
+start_engine stalled
+kill -STOP "$PID_stalled"
+start_proxy edge --prefill-endpoints "127.0.0.1:$PORT_prefill" \
+  --decode-endpoints "127.0.0.1:$PORT_decode,127.0.0.1:$PORT_stalled" --health-interval 0s \
+  --timeouts-client-header 500ms --timeouts-models 1s --limits-max-connections 3
+slow_head=$(timeout 5 bash -c "exec 3<>/dev/tcp/${PROXY%:*}/${PROXY##*:};
+  printf 'POST /v1/completions HTTP/1.1\r\nHost: t\r\n' >&3; head -1 <&3" || true)
+case "$slow_head" in "HTTP/1.1 408 "*) ;; *) fail "an incomplete head must get 408: '$slow_head'";; esac
+started=$(date +%s%N)
+expect_status 200 "$(get /v1/models)" "/v1/models with one engine stalled"
+elapsed_ms=$(( ($(date +%s%N) - started) / 1000000 ))
+[ "$elapsed_ms" -lt 4000 ] || fail "/v1/models took ${elapsed_ms} ms with a stalled engine (bound: 1 s)"
+body_has '.data | map(.id) | index("fake-model") != null' "/v1/models lists the answering engines' models"
+# Two connections busy with heads in progress hold the cap (with the third, curl's own, over it).
+exec 5<>"/dev/tcp/${PROXY%:*}/${PROXY##*:}" 6<>"/dev/tcp/${PROXY%:*}/${PROXY##*:}" \
+  7<>"/dev/tcp/${PROXY%:*}/${PROXY##*:}"
+printf 'GET /health HTTP/1.1\r\n' >&5; printf 'GET /health HTTP/1.1\r\n' >&6
+printf 'GET /health HTTP/1.1\r\n' >&7
+sleep 0.1
+expect_status 503 "$(get /health)" "a connection over the cap while every connection is busy"
+exec 5>&- 6>&- 7>&-
+kill -CONT "$PID_stalled"
+sleep 0.6  # the busy heads time out (408) and free the cap
+get /metrics >/dev/null
+for code in 408 503; do
+  jq -e -s --argjson c "$code" 'any(.[]; .pd_mode == null and .status == $c)' "$work/edge.access.jsonl" \
+    >/dev/null || fail "no access-log line for the HTTP layer's $code"
+  grep -q "omni_proxy:http_responses_total{.*code=\"$code\"} [1-9]" "$work/body" \
+    || fail "no http_responses_total for $code"
+done
 
 echo "PASS"

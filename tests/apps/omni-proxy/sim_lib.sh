@@ -4,7 +4,8 @@
 work=$(mktemp -d)
 pids=()
 cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  # SIGCONT too: a test may have stopped an engine (SIGSTOP), which would never see the TERM.
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; kill -CONT "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   rm -rf "$work"
 }
@@ -16,13 +17,14 @@ wait_port() {
   fail "nothing listens on $1"
 }
 nixl='{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
-# start_sim NAME PORT [flags...]: one omni-sim (DeepSeek-V3 on 8 x H800, NixlConnector, a small
-# KV cache) on PORT with $SIM_ARGS and the extra flags; waits until it listens.
+# start_sim NAME PORT [flags...]: one omni-sim (DeepSeek-V3 on 8 x H800, NixlConnector or
+# $KV_CONFIG, a small KV cache) on PORT with $SIM_ARGS and the extra flags; waits until it
+# listens. Its pid is ${pids[-1]}.
 start_sim() {
   local name=$1 port=$2; shift 2
   "$sim_bin" --host 127.0.0.1 --port "$port" --model deepseek-ai/DeepSeek-V3 --hardware h800 \
     --tensor-parallel-size 8 --max-model-len 8192 --num-gpu-blocks-override 4096 \
-    --kv-transfer-config "$nixl" "${SIM_ARGS[@]}" "$@" >"$work/$name.log" 2>&1 &
+    --kv-transfer-config "${KV_CONFIG:-$nixl}" "${SIM_ARGS[@]}" "$@" >"$work/$name.log" 2>&1 &
   pids+=($!)
   wait_port "$port"
 }
