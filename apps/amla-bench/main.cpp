@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bench.hpp"
+#include "omni/config/cli.hpp"
 
 namespace omni::amla::bench {
 namespace {
@@ -113,11 +114,7 @@ int run(int argc, char** argv) {
   app.add_flag("--json", config.json, "One JSON array on stdout instead of the table");
   app.add_flag("--accuracy", config.accuracy,
                "No timing: every kernel on every ISA against the float64 reference (error table)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (auto status = omni::config::parse_or_exit(app, argc, argv)) return *status;
   auto full = finish(config, raw);
   if (!full.ok()) {
     std::cerr << "amla-bench: " << full.error().message << "\n";

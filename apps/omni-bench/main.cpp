@@ -22,6 +22,7 @@
 #include "flags.hpp"
 #include "omni/benchstat/summary.hpp"
 #include "omni/benchstat/vllm_result.hpp"
+#include "omni/config/cli.hpp"
 #include "omni/workload/synthetic.hpp"
 #include "options.hpp"
 #include "prelude.hpp"
@@ -228,12 +229,7 @@ int main(int argc, char** argv) {
       ->expected(1, -1);
   cmp->add_option("--labels", labels,
                   "Column labels, comma-separated (default: config.label, config.policy, file)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  }
+  if (auto status = omni::config::parse_or_exit(app, argc, argv)) return *status;
   if (cmp->parsed()) return compare(paths, labels);
   return run(flags);
 }

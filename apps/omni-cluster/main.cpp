@@ -22,6 +22,7 @@
 #include "omni/benchstat/summary.hpp"
 #include "omni/cluster/report.hpp"
 #include "omni/cluster/simulator.hpp"
+#include "omni/config/cli.hpp"
 
 namespace omni::cluster::app {
 namespace {
@@ -44,11 +45,7 @@ int run(int argc, char** argv) {
   Options options;
   CLI::App cli{"omni-cluster: simulate a PD-disaggregated serving cluster in virtual time"};
   add_flags(cli, options);
-  try {
-    cli.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return cli.exit(e);
-  }
+  if (auto status = omni::config::parse_or_exit(cli, argc, argv)) return *status;
   auto setup = prepare(options);
   if (!setup) return fail(setup.error().message);
 

@@ -1,9 +1,13 @@
 // omni-cuda-info: lists the CUDA devices this build can use. Built only when nvcc is found
 // (cmake/OmniCuda.cmake); it is the smallest CUDA target, proving the CUDA build path that
-// the AMLA kernels use. Exit status 0 with a message when there is no device.
+// the AMLA kernels use. Exit status 0 with a message when there is no device; it takes no
+// arguments but --help and --version (anything else: a message and status 2, as every binary).
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <string_view>
+
+#include "omni/common/version.hpp"
 
 namespace {
 
@@ -23,9 +27,29 @@ bool kernel_runs() {
   return ok && result == 42;
 }
 
+// -1 to go on, otherwise the status to exit with.
+int answer_arguments(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--version") {
+      std::printf("%s\n", omni::version_line("omni-cuda-info").c_str());
+      return 0;
+    }
+    if (arg == "--help" || arg == "-h") {
+      std::printf(
+          "usage: omni-cuda-info [--version]\nLists the CUDA devices this build can use.\n");
+      return 0;
+    }
+    std::fprintf(stderr, "omni-cuda-info: unexpected argument '%s' (see --help)\n", argv[i]);
+    return 2;
+  }
+  return -1;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (const int status = answer_arguments(argc, argv); status >= 0) return status;
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess || count == 0) {

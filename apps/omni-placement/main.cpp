@@ -12,6 +12,7 @@
 #include <string>
 
 #include "commands.hpp"
+#include "omni/config/cli.hpp"
 
 namespace omni::placement::cli {
 namespace {
@@ -156,13 +157,6 @@ int main(int argc, char** argv) {
   add_evaluate(app, flags);
   add_rebalance(app, flags);
   add_simulate(app, flags);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;
-  }
+  if (auto status = omni::config::parse_or_exit(app, argc, argv)) return *status;
   return dispatch(app, flags);
 }

@@ -15,6 +15,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "omni/common/version.hpp"
 #include "omni/config/cli.hpp"
 #include "omni/log/log.hpp"
 #include "omni/model/blas_env.hpp"
@@ -137,7 +138,7 @@ int make_model(int argc, char** argv) {
       static_cast<int>(args.size()), args.data(), s,
       "omni-serve make-model: a random-weight DeepSeek-V3-architecture checkpoint");
   if (!cli) {
-    std::cerr << cli.error().message << "\n";
+    std::cerr << "omni-serve: " << cli.error().message << "\n";
     return 2;
   }
   if (cli->exit_now) return 0;
@@ -263,7 +264,7 @@ int run(int argc, char** argv) {
   auto cli = parse(argc, argv, {1, 2}, s,
                    "omni-serve run: generate once and print text, tokens and tokens/s");
   if (!cli) {
-    std::cerr << cli.error().message << "\n";
+    std::cerr << "omni-serve: " << cli.error().message << "\n";
     return 2;
   }
   if (cli->exit_now) return 0;
@@ -378,7 +379,7 @@ int serve(int argc, char** argv, int model_index) {
                    "omni-serve MODEL: a vLLM-compatible server on the CPU engine (continuous "
                    "batching, prefix caching, KV events, PD, MTP, expert parallelism)");
   if (!cli) {
-    std::cerr << cli.error().message << "\n";
+    std::cerr << "omni-serve: " << cli.error().message << "\n";
     return 2;
   }
   if (cli->exit_now) return 0;
@@ -426,23 +427,37 @@ int serve(int argc, char** argv, int model_index) {
 
 int main(int argc, char** argv) {
   omni::model::prefer_openblas_core(argv);
+  constexpr const char* kUsage =
+      "usage: omni-serve MODEL [--host H --port P --threads N] | run MODEL ... | "
+      "make-model ... OUT\n";
   if (argc < 2) {
-    std::cerr << "usage: omni-serve MODEL [--host H --port P --threads N] | run MODEL ... | "
-                 "make-model ... OUT\n";
+    std::cerr << kUsage;
     return 2;
   }
   const std::string cmd = argv[1];
   if (cmd == "make-model") return make_model(argc, argv);
   if (cmd == "run") return run(argc, argv);
   if (cmd == "serve") {
-    if (argc < 3) return 2;
+    if (argc < 3) {
+      std::cerr << kUsage;
+      return 2;
+    }
     return serve(argc, argv, 2);
   }
   if (cmd == "--help" || cmd == "-h") {
     std::cout << "omni-serve MODEL [flags]      serve (see omni-serve MODEL --help)\n"
                  "omni-serve run MODEL [flags]  one-shot generation\n"
-                 "omni-serve make-model [flags] OUT\n";
+                 "omni-serve make-model [flags] OUT\n"
+                 "omni-serve --version          the version and the commit it was built from\n";
     return 0;
+  }
+  if (cmd == "--version") {
+    std::cout << omni::version_line("omni-serve") << "\n";
+    return 0;
+  }
+  if (cmd.starts_with('-')) {  // a flag where the model belongs
+    std::cerr << "omni-serve: " << cmd << ": the model comes first\n" << kUsage;
+    return 2;
   }
   return serve(argc, argv, 1);
 }

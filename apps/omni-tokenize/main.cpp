@@ -15,6 +15,7 @@
 #include <iterator>
 #include <string>
 
+#include "omni/config/cli.hpp"
 #include "omni/tokenizer/tokenizer.hpp"
 #if OMNI_TOKENIZE_HAS_CHAT
 #include "omni/chat/template.hpp"
@@ -47,20 +48,25 @@ Result<std::string> read_input(const std::string& path) {
     if (!in) return make_error(ErrorCode::kNotFound, path + ": cannot open");
     data.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
-  if (data.size() > kMaxInputBytes) return make_error(ErrorCode::kTooLarge, "input larger than 256 MiB");
+  if (data.size() > kMaxInputBytes)
+    return make_error(ErrorCode::kTooLarge, "input larger than 256 MiB");
   return data;
 }
 
 Result<std::vector<tokenizer::TokenId>> parse_ids(std::string_view text, std::size_t vocab_size) {
   boost::json::error_code ec;
   const auto value = boost::json::parse(text, ec);
-  if (ec || !value.is_array()) return make_error(ErrorCode::kInvalidArgument, "decode expects a JSON array of token ids");
+  if (ec || !value.is_array())
+    return make_error(ErrorCode::kInvalidArgument, "decode expects a JSON array of token ids");
   std::vector<tokenizer::TokenId> ids;
   for (const auto& v : value.get_array()) {
     const bool integer = (v.is_int64() && v.get_int64() >= 0) || v.is_uint64();
-    const auto id = v.is_int64() ? static_cast<std::uint64_t>(v.get_int64()) : v.is_uint64() ? v.get_uint64() : 0;
+    const auto id = v.is_int64()    ? static_cast<std::uint64_t>(v.get_int64())
+                    : v.is_uint64() ? v.get_uint64()
+                                    : 0;
     if (!integer || id >= vocab_size) {
-      return make_error(ErrorCode::kInvalidArgument, "token id " + boost::json::serialize(v) + " is not in the vocabulary (size " +
+      return make_error(ErrorCode::kInvalidArgument, "token id " + boost::json::serialize(v) +
+                                                         " is not in the vocabulary (size " +
                                                          std::to_string(vocab_size) + ")");
     }
     ids.push_back(static_cast<tokenizer::TokenId>(id));
@@ -77,13 +83,16 @@ std::string ids_json(const std::vector<tokenizer::TokenId>& ids) {
   return out + "]\n";
 }
 
-Result<std::string> render_chat(const tokenizer::Tokenizer& tok, const std::string& request_text, bool generation_prompt) {
+Result<std::string> render_chat(const tokenizer::Tokenizer& tok, const std::string& request_text,
+                                bool generation_prompt) {
 #if OMNI_TOKENIZE_HAS_CHAT
   boost::json::error_code ec;
   const auto request = boost::json::parse(request_text, ec);
-  if (ec || !request.is_object()) return make_error(ErrorCode::kInvalidArgument, "chat expects a JSON object with 'messages'");
+  if (ec || !request.is_object())
+    return make_error(ErrorCode::kInvalidArgument, "chat expects a JSON object with 'messages'");
   const auto config = boost::json::parse(tok.config_json(), ec);
-  if (ec || !config.is_object()) return make_error(ErrorCode::kInvalidArgument, "tokenizer_config.json is not a JSON object");
+  if (ec || !config.is_object())
+    return make_error(ErrorCode::kInvalidArgument, "tokenizer_config.json is not a JSON object");
   chat::ChatOptions options;
   options.add_generation_prompt = generation_prompt;
   return chat::render_chat(request.get_object(), config.get_object(), options);
@@ -137,20 +146,27 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   Flags flags;
   const auto common = [&](CLI::App* cmd) {
-    cmd->add_option("--tokenizer", flags.tokenizer, "tokenizer.json, tokenizer_config.json or a model directory")->required();
+    cmd->add_option("--tokenizer", flags.tokenizer,
+                    "tokenizer.json, tokenizer_config.json or a model directory")
+        ->required();
     cmd->add_option("--input", flags.input, "Read this file instead of stdin");
   };
-  auto* encode = app.add_subcommand("encode", "Print the token ids of the input text as a JSON array");
+  auto* encode =
+      app.add_subcommand("encode", "Print the token ids of the input text as a JSON array");
   auto* decode = app.add_subcommand("decode", "Print the text of a JSON array of token ids");
-  auto* chat = app.add_subcommand("chat", "Render an OpenAI chat request (messages, tools) with the chat template");
+  auto* chat = app.add_subcommand(
+      "chat", "Render an OpenAI chat request (messages, tools) with the chat template");
   auto* count = app.add_subcommand("count", "Print the number of tokens of the input text");
   for (auto* cmd : {encode, decode, chat, count}) common(cmd);
   for (auto* cmd : {encode, count}) {
-    cmd->add_flag("--add-special-tokens", flags.add_special_tokens, "Add BOS/EOS as the post-processor and config say");
+    cmd->add_flag("--add-special-tokens", flags.add_special_tokens,
+                  "Add BOS/EOS as the post-processor and config say");
   }
-  decode->add_flag("--skip-special-tokens", flags.skip_special_tokens, "Leave special tokens out of the text");
-  chat->add_flag("--no-generation-prompt", flags.no_generation_prompt, "Render without add_generation_prompt");
-  CLI11_PARSE(app, argc, argv);
+  decode->add_flag("--skip-special-tokens", flags.skip_special_tokens,
+                   "Leave special tokens out of the text");
+  chat->add_flag("--no-generation-prompt", flags.no_generation_prompt,
+                 "Render without add_generation_prompt");
+  if (auto status = omni::config::parse_or_exit(app, argc, argv)) return *status;
   const std::string command = app.get_subcommands().front()->get_name();
   if (auto failure = omni::tokenize_cli::run(command, flags)) {
     std::cout.flush();

@@ -36,4 +36,14 @@ if "$demo" --config "$work/bad.yaml" >"$work/bad2.txt" 2>&1; then fail "unknown 
 check "$work/bad2.txt" "server.prot" "the unknown key is not named"
 check "$work/bad2.txt" "port" "no suggestion for the misspelt key"
 
+# 4. The CLI convention: --no-<flag>, dashed YAML keys, "did you mean", --version.
+printf 'server:\n  io-threads: 3\nself-check: true\n' >"$work/dashed.yaml"
+"$demo" --config "$work/dashed.yaml" --no-self-check --print-config >"$work/dashed.out"
+check "$work/dashed.out" "io_threads: 3" "a dashed YAML key is not read"
+check "$work/dashed.out" "^self_check: false" "--no-self-check is not false"
+st=0; "$demo" --server-prot 80 >"$work/typo.txt" 2>&1 || st=$?
+[ "$st" -eq 2 ] || fail "exit $st for --server-prot, want 2"
+check "$work/typo.txt" "did you mean --server-port?" "no hint for a misspelt flag"
+"$demo" --version | grep -q "^omni-demo [0-9]" || fail "--version"
+
 echo "omni-demo: 1 passed, 0 failed"

@@ -78,5 +78,7 @@ expect_error "inconsistent shapes" rebalance --placement "$work/plan.json" --loa
 expect_error "cannot open" plan --loads "$work/missing.json" --devices 2
 expect_error "--algorithm" plan --algorithm magic --loads "$work/loads.json" --devices 8
 expect_error "impossible budget" simulate --experts 16 --devices 4 --slots-per-device 3 --layers 2
+expect_error "did you mean --devices?" plan --loads "$work/loads.json" --devics 8
+expect_error "did you mean 'plan'?" plna --loads "$work/loads.json" --devices 8
 
 echo "omni-placement: 1 passed, 0 failed"

@@ -4,8 +4,13 @@
 //   listen.port -> --listen-port     io_threads -> --io-threads     tls.enabled -> --tls-enabled
 // whose help is the key's doc line, its constraints and its default; plus --config FILE.
 // Lists take comma-separated values (--endpoints a,b, or the flag repeated); a bool flag alone
-// means true (--tls-enabled), or takes a value (--tls-enabled=false). Lists of sections exist
-// only in YAML.
+// means true (--tls-enabled), --no-tls-enabled means false, and --tls-enabled=false works too.
+// Lists of sections exist only in YAML.
+//
+// The convention every Omni binary follows (docs: CONTRIBUTING.md, "Command lines"): --help and
+// --version answer on stdout with status 0; a usage error (an unknown flag, with the nearest
+// known one as "did you mean --x?", or a bad value) is one message on stderr and status 2.
+// Binaries with a CLI::App of their own get the same through parse_or_exit().
 //
 // Precedence: defaults < the --config file < flags. Flag values go through the same codecs
 // and constraints as YAML, so a bad value reads the same from either source:
@@ -14,7 +19,7 @@
 // Most binaries want the one call:
 //   auto cli = omni::config::parse_command_line(argc, argv, schema, "omni-sim: engine simulator");
 //   if (!cli) { std::cerr << cli.error().message << "\n"; return 2; }
-//   if (cli->exit_now) return 0;   // --help or --print-config was answered
+//   if (cli->exit_now) return 0;   // --help, --version or --print-config was answered
 //   run(cli->config);
 // A binary with flags of its own calls add_flags() on its CLI::App, parses, then apply().
 #pragma once
@@ -35,17 +40,39 @@
 namespace omni::config {
 
 namespace detail {
-// Registers one value flag; CLI11's exceptions (e.g. a clashing name) come back as errors.
+// Registers one value flag (a bool also gets --no-<name>); CLI11's exceptions (e.g. a clashing
+// name) come back as errors.
 Result<CLI::Option*> add_value_flag(CLI::App& app, const std::string& name, const std::string& help,
                                     const std::string& type_name, bool is_bool, bool is_list);
+// A flag that only switches something on (--print-config): no value, no --no- form.
+Result<CLI::Option*> add_switch(CLI::App& app, const std::string& name, const std::string& help);
 // What the user gave: nothing, the last value, or (lists) every value joined with ','.
 std::optional<std::string> flag_text(const CLI::Option& option, bool is_list);
 // "doc [constraints] (default: value)"
 std::string flag_help(const std::string& doc, const std::string& constraints,
                       const std::string& default_value);
-// Parses argv. Ok(true): --help was asked for and its text written to `out`.
+// argv[0]'s file name ("omni-sim"): the name --version and error messages give.
+std::string program_name(int argc, const char* const* argv);
+// --version, answered with omni::version_line(binary).
+Status add_version_flag(CLI::App& app, const std::string& binary);
+// The message for `extras`, the arguments no flag took in `args` (argv without argv[0]), after a
+// parse: "unknown flag --listen-prot (did you mean --listen-port?)", one line per problem, or
+// "unknown subcommand 'encdoe' (did you mean 'encode'?)".
+std::string unexpected_arguments(const CLI::App& app, const std::vector<std::string>& args,
+                                 const std::vector<std::string>& extras);
+// Parses argv. Ok(true): --help or --version was asked for and answered on `out`. Errors are
+// kInvalidArgument for the user's mistakes, kInternal for the binary's.
 Result<bool> parse_args(CLI::App& app, int argc, const char* const* argv, std::ostream& out);
 }  // namespace detail
+
+// For a binary with a CLI::App of its own: adds --version and parses argv. Returns the status
+// to exit with when the program should stop: 0 after answering --help or --version on `out`,
+// 2 after writing a usage error to `err` as "<binary>: <message>" (with "did you mean" for an
+// unknown flag), 1 when the binary itself is at fault (a clashing --version); nullopt when it
+// should go on.
+//   if (auto status = omni::config::parse_or_exit(app, argc, argv)) return *status;
+std::optional<int> parse_or_exit(CLI::App& app, int argc, const char* const* argv,
+                                 std::ostream& out = std::cout, std::ostream& err = std::cerr);
 
 // The flags add_flags() registered, bound to one config struct.
 template <class T>
@@ -127,12 +154,14 @@ Status FlagSet<T>::apply() {
 template <class T>
 struct CommandLine {
   T config;
-  bool exit_now = false;  // --help or --print-config was answered on `out`: exit with status 0
+  // --help, --version or --print-config was answered on `out`: exit with status 0.
+  bool exit_now = false;
 };
 
-// Parses argv into a validated T: defaults < --config FILE < flags. Also handles --help and
-// --print-config (the effective config as YAML). Errors are kInvalidArgument (bad flags or
-// values, every one listed), kNotFound (no such --config file).
+// Parses argv into a validated T: defaults < --config FILE < flags. Also handles --help,
+// --version ("<argv[0]'s name> <version> (commit ...)") and --print-config (the effective config
+// as YAML). Errors are kInvalidArgument (bad flags or values, every one listed; an unknown flag
+// names the nearest known one), kNotFound (no such --config file).
 template <class T>
 Result<CommandLine<T>> parse_command_line(int argc, const char* const* argv,
                                           const Schema<T>& schema, const std::string& description,
@@ -140,9 +169,12 @@ Result<CommandLine<T>> parse_command_line(int argc, const char* const* argv,
   CommandLine<T> result;
   CLI::App app(description);
   FlagSet<T> flags = add_flags(app, schema, result.config);
-  auto print = detail::add_value_flag(
-      app, "print-config", "Print the effective configuration as YAML and exit", "", true, false);
+  auto print =
+      detail::add_switch(app, "print-config", "Print the effective configuration as YAML and exit");
   if (!print) return std::move(print).error();
+  if (Status version = detail::add_version_flag(app, detail::program_name(argc, argv)); !version) {
+    return std::move(version).error();
+  }
   auto helped = detail::parse_args(app, argc, argv, out);
   if (!helped) return std::move(helped).error();
   if (*helped) {

@@ -82,15 +82,21 @@ std::string render_markdown(const std::vector<DocRow>& rows);
 std::string flag_name(std::string_view path);
 }  // namespace detail
 
-// A Markdown table with one row per key: key, command-line flag, type, default, description
-// (with its constraints). Generated docs never drift from the code that parses the config.
+// A Markdown table with one row per key: key, command-line flag (a bool's with its --no- form),
+// type, default, description (with its constraints). Generated docs never drift from the code
+// that parses the config.
 template <class T>
 std::string describe_markdown(const Schema<T>& schema) {
   const T defaults{};
   std::vector<detail::DocRow> rows;
   for (const auto& leaf : schema.leaves()) {
-    rows.push_back({leaf.path, leaf.set ? "--" + detail::flag_name(leaf.path) : std::string(),
-                    leaf.type, leaf.show(defaults), leaf.doc, leaf.constraints});
+    std::string flag;
+    if (leaf.set) {
+      const std::string name = detail::flag_name(leaf.path);
+      flag = leaf.is_bool ? "--" + name + ", --no-" + name : "--" + name;
+    }
+    rows.push_back(
+        {leaf.path, std::move(flag), leaf.type, leaf.show(defaults), leaf.doc, leaf.constraints});
   }
   return detail::render_markdown(rows);
 }

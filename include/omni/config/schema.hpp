@@ -25,7 +25,8 @@
 // narrowed silently), double, std::string, std::chrono durations ("250ms"), enums (by name,
 // from choices()), and byte sizes for unsigned members bound with bytes() ("16MiB"). A member
 // may also be std::optional<V> (YAML null = nullopt) or std::vector<V>. A key absent from the
-// YAML keeps the struct's default; unknown keys are errors, with the closest known key.
+// YAML keeps the struct's default; unknown keys are errors, with the closest known key. Keys are
+// written with '_'; YAML may spell them with '-' instead ("max-num-seqs"), as vLLM's files do.
 //
 // Loading is two passes over the same schema: parse (type errors, unknown keys) and then
 // validate (ranges, non_empty, check()). Validation runs on the final struct, after YAML and
@@ -215,7 +216,7 @@ class Schema {
  private:
   void add(std::shared_ptr<detail::Entry<T>> entry) {
     assert(find(entry->key()) == nullptr && "duplicate key in a config schema");
-    assert(entry->key().find_first_of(".[]") == std::string::npos && "keys are plain names");
+    assert(entry->key().find_first_of(".[]-") == std::string::npos && "keys are plain names");
     entries_.push_back(std::move(entry));
   }
   template <class S, class F>
@@ -238,9 +239,20 @@ class Schema {
     add(std::move(entry));
     return ListBuilder<T, S>(ref);
   }
+  // `key` as the schema spells it (detail::canonical_key).
   const detail::Entry<T>* find(std::string_view key) const {
     for (const auto& entry : entries_) {
       if (entry->key() == key) return entry.get();
+    }
+    return nullptr;
+  }
+
+  // An entry before node.entries[i] that names the same key in the other spelling
+  // ("max-num-seqs" and "max_num_seqs"); the YAML parser already refuses exact duplicates.
+  static const detail::Node::Entry* earlier_spelling(const detail::Node& node, std::size_t i,
+                                                     const std::string& key) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (detail::canonical_key(node.entries[j].key) == key) return &node.entries[j];
     }
     return nullptr;
   }
@@ -258,11 +270,18 @@ void Schema<T>::load_into(const detail::Node& node, T& obj, const std::string& p
     issues.add_at(path, "expected a mapping of keys, got " + node.describe(), node);
     return;
   }
-  for (const auto& item : node.entries) {
-    std::string item_path = detail::join_path(path, item.key);
-    const detail::Entry<T>* entry = find(item.key);
+  for (std::size_t i = 0; i < node.entries.size(); ++i) {
+    const auto& item = node.entries[i];
+    const std::string key = detail::canonical_key(item.key);
+    const detail::Entry<T>* entry = find(key);
     if (entry == nullptr) {
-      issues.add_at(item_path, "unknown key" + detail::unknown_key_hint(item.key, keys()),
+      issues.add_at(detail::join_path(path, item.key),
+                    "unknown key" + detail::unknown_key_hint(key, keys()), item.line, item.column);
+      continue;
+    }
+    std::string item_path = detail::join_path(path, key);
+    if (const auto* twin = earlier_spelling(node, i, key)) {
+      issues.add_at(std::move(item_path), "duplicate key (also written as '" + twin->key + "')",
                     item.line, item.column);
       continue;
     }

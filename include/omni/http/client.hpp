@@ -37,7 +37,9 @@ struct Endpoint {
   std::uint16_t port = 0;
 
   std::string to_string() const;  // "host:port" ("[::1]:8000" for IPv6 literals)
-  // Parses "host:port" or "[v6]:port"; kInvalidArgument with the reason otherwise.
+  // Parses "host:port" or "[v6]:port", also written as a URL without a path: "http://host:port",
+  // "http://[v6]:port/". kInvalidArgument with the reason otherwise (https:// included: there
+  // is no TLS).
   static Result<Endpoint> parse(std::string_view text);
   friend bool operator==(const Endpoint&, const Endpoint&) = default;
 };

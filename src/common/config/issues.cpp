@@ -111,22 +111,34 @@ Status Issues::status() const {
   return make_error(ErrorCode::kInvalidArgument, std::move(message));
 }
 
-std::string unknown_key_hint(std::string_view unknown, const std::vector<std::string>& known) {
-  if (known.empty()) return " (this section has no keys)";
+const std::string* nearest_name(std::string_view unknown, const std::vector<std::string>& known) {
   const std::size_t allowed = unknown.size() <= 3 ? 1 : unknown.size() <= 8 ? 2 : 3;
   const std::string* best = nullptr;
   std::size_t best_distance = allowed + 1;
-  for (const auto& key : known) {
-    const std::size_t distance = typo_distance(unknown, key);
+  for (const auto& name : known) {
+    const std::size_t distance = typo_distance(unknown, name);
     if (distance < best_distance) {
-      best = &key;
+      best = &name;
       best_distance = distance;
     }
   }
-  if (best != nullptr) return " (did you mean '" + *best + "'?)";
+  return best;
+}
+
+std::string unknown_key_hint(std::string_view unknown, const std::vector<std::string>& known) {
+  if (known.empty()) return " (this section has no keys)";
+  if (const std::string* best = nearest_name(unknown, known)) {
+    return " (did you mean '" + *best + "'?)";
+  }
   std::string list;
   for (const auto& key : known) list += (list.empty() ? "" : ", ") + key;
   return " (known keys: " + list + ")";
+}
+
+std::string canonical_key(std::string_view key) {
+  std::string out(key);
+  std::replace(out.begin(), out.end(), '-', '_');
+  return out;
 }
 
 std::string join_path(std::string_view prefix, std::string_view key) {

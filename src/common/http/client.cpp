@@ -2,7 +2,9 @@
 // Connection management is in client_pool.cpp, the exchange itself in client_exchange.cpp.
 #include "omni/http/client.hpp"
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <limits>
 #include <utility>
@@ -112,7 +114,10 @@ class StreamImpl final : public ResponseStream {
  public:
   StreamImpl(std::shared_ptr<detail::ClientCore> client, Endpoint to, detail::Exchange exchange,
              Abort* abort)
-      : client_(std::move(client)), to_(std::move(to)), exchange_(std::move(exchange)), abort_(abort) {
+      : client_(std::move(client)),
+        to_(std::move(to)),
+        exchange_(std::move(exchange)),
+        abort_(abort) {
     detail::copy_head(*exchange_.parser, status_, headers_);
   }
 
@@ -219,9 +224,8 @@ Task<Result<std::unique_ptr<ResponseStream>>> open_on(std::shared_ptr<detail::Cl
   if (!wire.ok()) co_return std::move(wire).error();
   // The body is handed out piece by piece and never accumulated, so its total length is not
   // a memory risk: a stream (SSE) may legitimately run for hours.
-  auto exchange =
-      co_await detail::start_exchange(*impl, to, *wire, std::numeric_limits<std::uint64_t>::max(),
-                                      abort);
+  auto exchange = co_await detail::start_exchange(*impl, to, *wire,
+                                                  std::numeric_limits<std::uint64_t>::max(), abort);
   if (!exchange.ok()) co_return std::move(exchange).error();
   co_return std::unique_ptr<ResponseStream>(
       std::make_unique<StreamImpl>(impl, std::move(to), std::move(*exchange), abort));
@@ -241,32 +245,65 @@ std::string Endpoint::to_string() const {
   return text;
 }
 
-Result<Endpoint> Endpoint::parse(std::string_view text) {
+namespace {
+
+// "http://host:port" and "http://host:port/" -> "host:port": engines' addresses are often copied
+// as URLs. https is refused rather than spoken as plain HTTP to a TLS port.
+Result<std::string_view> without_scheme(std::string_view text) {
+  const std::size_t separator = text.find("://");
+  if (separator == std::string_view::npos) return text;
+  std::string scheme(text.substr(0, separator));
+  std::transform(scheme.begin(), scheme.end(), scheme.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (scheme == "https") {
+    return invalid(text,
+                   "https is not supported (Omni speaks plain HTTP to its peers): use "
+                   "http://host:port or host:port");
+  }
+  if (scheme != "http") {
+    return invalid(
+        text, "unsupported scheme '" + scheme + "://' (expected host:port or http://host:port)");
+  }
+  std::string_view rest = text.substr(separator + 3);
+  if (rest.ends_with('/')) rest.remove_suffix(1);
+  if (rest.find('/') != std::string_view::npos) {
+    return invalid(text, "a path is not allowed here (expected http://host:port)");
+  }
+  return rest;
+}
+
+}  // namespace
+
+Result<Endpoint> Endpoint::parse(std::string_view written) {
+  auto stripped = without_scheme(written);
+  if (!stripped) return std::move(stripped).error();
+  const std::string_view text = *stripped;
   std::string_view host;
   std::string_view port;
   if (!text.empty() && text.front() == '[') {
     const std::size_t close = text.find(']');
-    if (close == std::string_view::npos) return invalid(text, "missing ']' after IPv6 address");
+    if (close == std::string_view::npos) return invalid(written, "missing ']' after IPv6 address");
     host = text.substr(1, close - 1);
     if (close + 1 >= text.size() || text[close + 1] != ':') {
-      return invalid(text, "missing port (expected [address]:port)");
+      return invalid(written, "missing port (expected [address]:port)");
     }
     port = text.substr(close + 2);
   } else {
     const std::size_t colon = text.rfind(':');
-    if (colon == std::string_view::npos) return invalid(text, "missing port (expected host:port)");
+    if (colon == std::string_view::npos)
+      return invalid(written, "missing port (expected host:port)");
     host = text.substr(0, colon);
     port = text.substr(colon + 1);
     if (host.find(':') != std::string_view::npos) {
-      return invalid(text, "an IPv6 address needs brackets: [address]:port");
+      return invalid(written, "an IPv6 address needs brackets: [address]:port");
     }
   }
-  if (host.empty()) return invalid(text, "empty host");
+  if (host.empty()) return invalid(written, "empty host");
   unsigned value = 0;
   const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
   if (port.empty() || ec != std::errc{} || end != port.data() + port.size() || value == 0 ||
       value > 65535) {
-    return invalid(text, "bad port '" + std::string(port) + "' (expected 1..65535)");
+    return invalid(written, "bad port '" + std::string(port) + "' (expected 1..65535)");
   }
   return Endpoint{std::string(host), static_cast<std::uint16_t>(value)};
 }

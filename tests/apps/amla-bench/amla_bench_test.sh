@@ -64,6 +64,8 @@ PY
 expect_error "unknown kernel" --kernels amla,fast
 expect_error "not a positive integer" --batch 0
 expect_error "--device" --device tpu
+expect_error "did you mean --kernels?" --kernel amla
+expect_error "Could not convert" --iters many
 OMNI_FORCE_ISA=sse9 expect_error "unknown ISA" "${tiny[@]}"
 # Without a CUDA build (or without a GPU) --device cuda names the reason and exits 2.
 if ! "$bin" --device cuda --batch 1 --seqlen-k 64 --iters 1 >/dev/null 2>&1; then

@@ -127,6 +127,8 @@ expect_refusal "cannot open trace" --base-url http://127.0.0.1:1 --trace "$work/
 echo '{"x":1}' >"$work/other.json"
 expect_refusal "no 'completed' field" compare "$work/other.json" "$work/a.json"
 expect_refusal "not a results JSON object" compare "$work/a.jsonl" "$work/a.json"
+expect_refusal "unknown flag --num-prompt (did you mean --num-prompts?)" --num-prompt 3
+expect_refusal "unknown flag --lables (did you mean --labels?)" compare "$work/a.json" --lables x
 ok "compare and refusals"
 
 echo "omni-bench: $passed passed, 0 failed"

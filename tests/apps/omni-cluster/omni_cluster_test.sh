@@ -84,7 +84,10 @@ expect_error "no memory for the KV cache" --synthetic n=5 --hardware h800 --tens
 printf '{"timestamp": 0, "input_length": 10, "output_length": 2, "hash_ids": [1]}\n{"timestamp": oops}\n' \
   > "$work/bad.jsonl"
 expect_error "line 2" --trace "$work/bad.jsonl" --trace-format mooncake
+expect_error "did you mean --prefill-instances?" --synthetic n=5 --prefill-instance 2
+expect_error "Could not convert" --synthetic n=5 --prefill-instances two
 grep -q -- "--prefill-instances" <<<"$("$bin" --help)" || fail "--help does not document the flags"
+grep -q "^omni-cluster [0-9]" <<<"$("$bin" --version)" || fail "--version"
 
 # 5. A slice of the real Mooncake trace, when the shared traces are here.
 if [ -n "$traces" ] && [ -f "$traces/mooncake_synthetic_trace.jsonl" ]; then

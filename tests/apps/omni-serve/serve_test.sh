@@ -18,6 +18,12 @@ expected=$(echo "$run_json" | jq -c .token_ids)
 # A bad flag and a missing model are errors, not crashes.
 if "$bin" run "$work/m" --prompt-tokens 1 --max-tokens 0 2>/dev/null; then exit 1; fi
 if "$bin" run "$work/nothing" --prompt-tokens 1 2>/dev/null; then exit 1; fi
+# The CLI convention: usage errors exit 2 with a message ("did you mean" for a near miss).
+st=0; "$bin" run "$work/m" --prompt-tokens 1 --max-token 2 2>"$work/err" || st=$?
+[ "$st" -eq 2 ] && grep -q "did you mean --max-tokens?" "$work/err" || { cat "$work/err"; exit 1; }
+st=0; "$bin" --port 8000 2>"$work/err" || st=$?
+[ "$st" -eq 2 ] && grep -q "the model comes first" "$work/err" || { cat "$work/err"; exit 1; }
+"$bin" --version | grep -q "^omni-serve [0-9]"
 
 "$bin" "$work/m" --host 127.0.0.1 --port 0 --threads 2 >"$work/serve.log" 2>&1 &
 pid=$!

@@ -43,13 +43,27 @@ check "$work/bad.txt" "port" "the bad flag is not named"
 st=0; "$sim" --port 0 --model deepseek-ai/DeepSeek-V3 --hardware h800 --tensor-parallel-size 1 >"$work/nofit.txt" 2>&1 || st=$?
 expect_eq "$st" 2 "exit status for a model that does not fit"
 check "$work/nofit.txt" "larger than the maximum number of tokens that can be stored in KV cache" "no vLLM message"
+# The CLI convention: "did you mean" for a near miss, vLLM's --no-<flag> for booleans, YAML keys
+# with dashes (as vLLM's config files), --version.
+st=0; "$sim" --max-num-seq 8 >"$work/typo.txt" 2>&1 || st=$?
+expect_eq "$st" 2 "exit status for --max-num-seq"
+check "$work/typo.txt" "unknown flag --max-num-seq (did you mean --max-num-seqs?)" "no hint for a typo"
+"$sim" --no-enable-prefix-caching --print-config >"$work/noprefix.yaml"
+check "$work/noprefix.yaml" "^enable_prefix_caching: false" "--no-enable-prefix-caching is not false"
+printf 'max-num-seqs: 7\nenable-prefix-caching: false\n' >"$work/dashed.yaml"
+"$sim" --config "$work/dashed.yaml" --enable-prefix-caching --print-config >"$work/dashed.out"
+check "$work/dashed.out" "^max_num_seqs: 7" "a dashed YAML key is not read"
+check "$work/dashed.out" "^enable_prefix_caching: true" "the flag does not override the file"
+"$sim" --version >"$work/version.txt"
+check "$work/version.txt" "^omni-sim [0-9][0-9.]*" "--version"
 "$sim" --help >"$work/help.txt"
 for flag in --host --port --model --served-model-name --max-num-seqs --max-num-batched-tokens --block-size \
             --num-gpu-blocks-override --tensor-parallel-size --data-parallel-size --enable-expert-parallel \
             --prefix-caching-hash-algo --kv-events-config --kv-transfer-config --hardware --tokenizer --seed \
             --speed --config --disaggregation-bootstrap-port --enable-prompt-tokens-details --fault-hang-rate \
             --fault-unresponsive --fault-stall-after-tokens --fault-crash-after-tokens --fault-stream-error-rate \
-            --fault-stream-error-after-tokens --fault-bootstrap-never-connects; do
+            --fault-stream-error-after-tokens --fault-bootstrap-never-connects \
+            --no-enable-prefix-caching --version; do
   grep -q -- "$flag" "$work/help.txt" || fail "--help does not document $flag"
 done
 

@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
 # omni-tokenize end to end: encode/decode round trips, count, --add-special-tokens, --input,
-# chat with and without the generation prompt, and the exit status of bad input.
+# chat with and without the generation prompt, and the exit status of bad input and bad flags.
 set -euo pipefail
 bin=$1 models=$2
+# The CLI convention, which needs no tokenizer: usage errors exit 2 with a message naming the
+# nearest flag or subcommand; --version exits 0.
+for usage in "encdoe --tokenizer x:did you mean 'encode'?" "encode --tokenzer x:did you mean --tokenizer?" \
+             "chat --tokenizer x --no-generation-promt:did you mean --no-generation-prompt?"; do
+  st=0; err=$($bin ${usage%%:*} 2>&1 >/dev/null </dev/null) || st=$?
+  [[ $st == 2 && $err == *"${usage#*:}"* ]] || { echo "FAIL: '${usage%%:*}': exit $st, $err" >&2; exit 1; }
+done
+[[ $("$bin" --version) == "omni-tokenize "[0-9]* ]] || { echo "FAIL: --version" >&2; exit 1; }
 ds=$models/tokenizer-deepseek_v3/models
 qw=$models/tokenizer-qwen3/models
 if [[ ! -f $ds/tokenizer.json || ! -f $qw/tokenizer.json ]]; then

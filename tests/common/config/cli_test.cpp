@@ -6,10 +6,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "omni/common/version.hpp"
 #include "test_schema.hpp"
 
 namespace omni::config::testing {
@@ -104,6 +107,22 @@ TEST_F(ConfigCli, BoolFlagsTakeAnOptionalValue) {
   EXPECT_FALSE(result->config.tls);
 }
 
+TEST_F(ConfigCli, BoolFlagsHaveANoForm) {
+  const std::string file = write_file("tls_on.yaml", "tls: true\n");
+  auto off = parse({"--config", file, "--no-tls"});
+  ASSERT_TRUE(off.ok()) << off.error().message;
+  EXPECT_FALSE(off->config.tls);
+  auto on = parse({"--tls"});
+  ASSERT_TRUE(on.ok()) << on.error().message;
+  EXPECT_TRUE(on->config.tls);
+  auto last_wins = parse({"--no-tls", "--tls"});
+  ASSERT_TRUE(last_wins.ok()) << last_wins.error().message;
+  EXPECT_TRUE(last_wins->config.tls);
+  auto double_negative = parse({"--config", file, "--no-tls=false"});
+  ASSERT_TRUE(double_negative.ok()) << double_negative.error().message;
+  EXPECT_TRUE(double_negative->config.tls);
+}
+
 TEST_F(ConfigCli, BadValuesReadLikeYamlErrors) {
   auto result = parse({"--header-timeout=abc"});
   ASSERT_FALSE(result.ok());
@@ -137,11 +156,46 @@ TEST_F(ConfigCli, UnknownFlagsAndMissingFilesAreErrors) {
   auto unknown = parse({"--listen-prot", "80"});
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().code, ErrorCode::kInvalidArgument);
-  EXPECT_THAT(unknown.error().message, HasSubstr("--listen-prot"));
+  EXPECT_EQ(unknown.error().message, "unknown flag --listen-prot (did you mean --listen-port?)");
 
   auto missing = parse({"--config", "/nonexistent/omni.yaml"});
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+}
+
+TEST_F(ConfigCli, UnknownFlagsNameTheNearestKnownFlag) {
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"--io-thread=2"}, "unknown flag --io-thread (did you mean --io-threads?)"},
+      {{"--no-tsl"}, "unknown flag --no-tsl (did you mean --no-tls?)"},
+      {{"--print-confg"}, "unknown flag --print-confg (did you mean --print-config?)"},
+      {{"--verison"}, "unknown flag --verison (did you mean --version?)"},
+      {{"--zzzzzzzzzz"}, "unknown flag --zzzzzzzzzz (see --help)"},
+      {{"-x"}, "unknown flag -x (see --help)"},
+      {{"stray"}, "unexpected argument 'stray'"},
+      {{"--mdoe", "safe", "--tag", "t", "--taggs", "--ratio", "0.5", "extra"},
+       "3 command-line errors:\n"
+       "  unknown flag --mdoe (did you mean --mode?)\n"
+       "  unknown flag --taggs (did you mean --tag?)\n"
+       "  unexpected argument 'extra'"},
+  };
+  for (const auto& [args, message] : cases) {
+    auto result = parse(args);
+    ASSERT_FALSE(result.ok()) << args.front();
+    EXPECT_EQ(result.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_EQ(result.error().message, message);
+  }
+}
+
+TEST_F(ConfigCli, VersionPrintsTheBinaryAndTheBuild) {
+  auto result = parse({"--version"});
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  EXPECT_TRUE(result->exit_now);
+  EXPECT_EQ(output_.str(), omni::version_line("omni-test") + "\n");
+  EXPECT_THAT(output_.str(), ::testing::StartsWith("omni-test " + std::string(omni::version())));
+  // Answered before the flags are validated, as --help is.
+  auto with_bad_flag = parse({"--listen-port", "0", "--version"});
+  ASSERT_TRUE(with_bad_flag.ok()) << with_bad_flag.error().message;
+  EXPECT_TRUE(with_bad_flag->exit_now);
 }
 
 TEST_F(ConfigCli, HelpListsEveryFlagWithDocAndDefault) {
@@ -157,6 +211,9 @@ TEST_F(ConfigCli, HelpListsEveryFlagWithDocAndDefault) {
   EXPECT_THAT(help, HasSubstr("--header-timeout"));
   EXPECT_THAT(help, HasSubstr("(default: 10s)"));
   EXPECT_THAT(help, HasSubstr("--io-threads"));
+  EXPECT_THAT(help, HasSubstr("--no-tls"));
+  EXPECT_THAT(help, HasSubstr("--version"));
+  EXPECT_THAT(help, ::testing::Not(HasSubstr("--no-print-config")));
   EXPECT_THAT(help, ::testing::Not(HasSubstr("--pools")));  // lists of sections: YAML only
 }
 
@@ -181,6 +238,66 @@ TEST_F(ConfigCli, AddFlagsWorksBesideABinarysOwnFlags) {
   ASSERT_TRUE(flags.apply().ok());
   EXPECT_TRUE(dry_run);
   EXPECT_EQ(cfg.listen.port, 1234);
+}
+
+// A binary with a CLI::App of its own, as omni-cluster and omni-tokenize have.
+class OwnApp : public ::testing::Test {
+ protected:
+  OwnApp() {
+    app_.require_subcommand(1);
+    auto* encode = app_.add_subcommand("encode", "Encode");
+    encode->add_option("--tokenizer", tokenizer_, "Tokenizer")->required();
+    encode->add_flag("--add-special-tokens", special_, "Add BOS");
+    app_.add_subcommand("decode", "Decode");
+  }
+
+  std::optional<int> parse(std::vector<std::string> args) {
+    args.insert(args.begin(), "/usr/bin/omni-own");
+    std::vector<const char*> argv;
+    for (const auto& arg : args) argv.push_back(arg.c_str());
+    out_.str("");
+    err_.str("");
+    return parse_or_exit(app_, static_cast<int>(argv.size()), argv.data(), out_, err_);
+  }
+
+  CLI::App app_{"omni-own: a binary with its own flags"};
+  std::string tokenizer_;
+  bool special_ = false;
+  std::ostringstream out_;
+  std::ostringstream err_;
+};
+
+TEST_F(OwnApp, GoesOnWhenTheCommandLineIsGood) {
+  EXPECT_EQ(parse({"encode", "--tokenizer", "t.json", "--add-special-tokens"}), std::nullopt);
+  EXPECT_EQ(tokenizer_, "t.json");
+  EXPECT_TRUE(special_);
+  EXPECT_EQ(err_.str(), "");
+}
+
+TEST_F(OwnApp, UsageErrorsExitWithStatus2AndAHint) {
+  EXPECT_EQ(parse({"encode", "--tokenizer", "t", "--add-special-token"}), 2);
+  EXPECT_EQ(err_.str(),
+            "omni-own: unknown flag --add-special-token (did you mean --add-special-tokens?)\n");
+  EXPECT_EQ(parse({"encdoe", "--tokenizer", "t"}), 2);
+  EXPECT_EQ(err_.str(), "omni-own: unknown subcommand 'encdoe' (did you mean 'encode'?)\n");
+  // The mistyped flag, not the required one it leaves missing.
+  EXPECT_EQ(parse({"encode", "--tokenzer", "t"}), 2);
+  EXPECT_EQ(err_.str(), "omni-own: unknown flag --tokenzer (did you mean --tokenizer?)\n");
+  EXPECT_EQ(parse({"encode"}), 2);  // a required flag missing
+  EXPECT_THAT(err_.str(), HasSubstr("--tokenizer"));
+  EXPECT_EQ(parse({}), 2);  // a subcommand missing
+  EXPECT_THAT(err_.str(), ::testing::StartsWith("omni-own: "));
+  EXPECT_EQ(out_.str(), "");
+}
+
+TEST_F(OwnApp, HelpAndVersionExitWithStatus0) {
+  EXPECT_EQ(parse({"--version"}), 0);
+  EXPECT_EQ(out_.str(), omni::version_line("omni-own") + "\n");
+  EXPECT_EQ(parse({"--help"}), 0);
+  EXPECT_THAT(out_.str(), HasSubstr("--version"));
+  EXPECT_EQ(parse({"encode", "--help"}), 0);
+  EXPECT_THAT(out_.str(), HasSubstr("--add-special-tokens"));
+  EXPECT_EQ(err_.str(), "");
 }
 
 struct Clashing {

@@ -92,6 +92,7 @@ TEST(ConfigMarkdown, DocumentsEveryKey) {
                                "Deadline for a request head (>= 1ms) |"));
   EXPECT_THAT(table, HasSubstr("| `mode` | `--mode` | enum: fast \\| safe \\| debug | `fast` |"));
   EXPECT_THAT(table, HasSubstr("| `tag` | `--tag` | string, optional | `none` |"));
+  EXPECT_THAT(table, HasSubstr("| `tls` | `--tls, --no-tls` | bool | `false` |"));
   EXPECT_THAT(table, HasSubstr("| `backoff` | `--backoff` | list of duration | `[100ms, 1s]` |"));
   // Items of a list of sections exist only in YAML: no flag, defaults of a fresh item.
   EXPECT_THAT(table, HasSubstr("| `pools[].weight` |  | integer | `1` |"));

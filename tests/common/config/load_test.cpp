@@ -179,6 +179,25 @@ TEST(ConfigLoad, DuplicateKeysAreErrors) {
             "io_threads: duplicate key (line 2, column 1)");
 }
 
+TEST(ConfigLoad, DashedKeysReadAsUnderscores) {
+  // vLLM's config files write keys as its flags are spelled.
+  auto result = load("io-threads: 4\nheader-timeout: 2s\nmax-body-bytes: 1MiB\nmin_batch: 2\n");
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  EXPECT_EQ(result->io_threads, 4u);
+  EXPECT_EQ(result->header_timeout, 2s);
+  EXPECT_EQ(result->max_body_bytes, 1u << 20);
+  EXPECT_EQ(result->min_batch, 2u);
+  // Errors name the key as the schema spells it, or as written when it is unknown.
+  EXPECT_EQ(error_of("io-threads: 0"), "io_threads: must be in 1..256, got 0");
+  EXPECT_EQ(error_of("io-thread: 2"),
+            "io-thread: unknown key (did you mean 'io_threads'?) (line 1, column 1)");
+}
+
+TEST(ConfigLoad, AKeyWrittenBothWaysIsADuplicate) {
+  EXPECT_EQ(error_of("io_threads: 1\nio-threads: 2\n"),
+            "io_threads: duplicate key (also written as 'io_threads') (line 2, column 1)");
+}
+
 TEST(ConfigLoad, CollectsEveryErrorAtOnce) {
   const std::string message = error_of(R"(
 listen:

@@ -52,6 +52,40 @@ TEST(Endpoint, ParsesHostPortAndBracketedIpv6) {
   EXPECT_EQ(Endpoint::parse("10.0.0.1:65535")->port, 65535);
 }
 
+TEST(Endpoint, AcceptsAnHttpUrlWithoutAPath) {
+  for (const char* text :
+       {"http://localhost:8080", "http://localhost:8080/", "HTTP://localhost:8080"}) {
+    auto parsed = Endpoint::parse(text);
+    ASSERT_TRUE(parsed.ok()) << text << ": " << parsed.error().message;
+    EXPECT_EQ(*parsed, (Endpoint{"localhost", 8080})) << text;
+  }
+  auto v6 = Endpoint::parse("http://[::1]:8000/");
+  ASSERT_TRUE(v6.ok()) << v6.error().message;
+  EXPECT_EQ(*v6, (Endpoint{"::1", 8000}));
+  EXPECT_EQ(v6->to_string(), "[::1]:8000");
+}
+
+TEST(Endpoint, RefusesOtherUrlsWithTheReason) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"https://engine:8443", "https is not supported"},
+      {"tcp://10.0.0.1:5557", "unsupported scheme 'tcp://'"},
+      {"http://engine:8000/v1", "a path is not allowed"},
+      {"http://engine", "missing port"},
+      {"http://", "missing port"},
+      {"http://::1:80", "brackets"},
+  };
+  for (const auto& [text, reason] : cases) {
+    auto parsed = Endpoint::parse(text);
+    ASSERT_FALSE(parsed.ok()) << text;
+    EXPECT_EQ(parsed.error().code, ErrorCode::kInvalidArgument) << text;
+    EXPECT_NE(parsed.error().message.find(reason), std::string::npos)
+        << text << " -> " << parsed.error().message;
+    // The message quotes what was written, scheme included.
+    EXPECT_NE(parsed.error().message.find(std::string("'") + text + "'"), std::string::npos)
+        << parsed.error().message;
+  }
+}
+
 TEST(Endpoint, RejectsMalformedTextWithTheReason) {
   const std::pair<const char*, const char*> cases[] = {
       {"localhost", "missing port"}, {"host:", "bad port"},      {"host:http", "bad port"},

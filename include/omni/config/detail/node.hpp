@@ -86,8 +86,13 @@ class Issues {
   std::vector<Issue> issues_;
 };
 
+// The known name closest to `unknown` (a typo or two away, more for long names), or nullptr.
+const std::string* nearest_name(std::string_view unknown, const std::vector<std::string>& known);
 // " (did you mean 'port'?)" for a near miss, otherwise " (known keys: a, b, c)".
 std::string unknown_key_hint(std::string_view unknown, const std::vector<std::string>& known);
+// A key as the schema spells it: YAML may write "max-num-seqs" for "max_num_seqs", as vLLM's
+// config files do.
+std::string canonical_key(std::string_view key);
 // "a" + "b" -> "a.b"; "" + "b" -> "b".
 std::string join_path(std::string_view prefix, std::string_view key);
 // "pools" + 1 -> "pools[1]".
