@@ -49,10 +49,12 @@ fuzz: deps
 	@cmake --build --preset fuzz
 	@# New inputs go to build/fuzz/new-corpus/<name> (libFuzzer writes into its first corpus
 	@# folder); the checked-in corpus is only read. Merge worthwhile finds by hand with -merge=1.
+	@# A target's folder may hold NAME.dict, a libFuzzer dictionary passed with -dict.
 	@for f in build/fuzz/bin/fuzz_*; do \
 	  name=$$(basename $$f); dir=fuzz/$${name#fuzz_}/corpus; new=build/fuzz/new-corpus/$$name; \
+	  dict=fuzz/$${name#fuzz_}/$${name#fuzz_}.dict; dictflag=; [ -f $$dict ] && dictflag=-dict=$$dict; \
 	  mkdir -p $$new; echo "== $$name ($(FUZZ_SECONDS)s)"; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $$new $$dir || exit 1; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $$dictflag $$new $$dir || exit 1; \
 	done
 
 fmt:
