@@ -61,7 +61,8 @@ void add_flags(CLI::App& cli, Options& o) {
                  "omni-proxy, the default) or equal")
       ->check(CLI::IsMember({"learned", "equal"}))
       ->capture_default_str();
-  // The gateway core's own settings, with omni-proxy's names and defaults (docs/proxy.md).
+  // The gateway core's own settings; the --limits-* and --timeouts-* ones carry omni-proxy's names
+  // and defaults (docs/proxy.md), the rest are the simulator's own.
   cli.add_option("--limits-queue-capacity", o.gateway.queue_capacity,
                  "Requests waiting in the gateway (rejected beyond)")
       ->capture_default_str();

@@ -1,6 +1,7 @@
 // omni-cluster: a discrete-event simulator of a PD-disaggregated serving cluster. Many
-// engine-model instances (the library omni-sim runs) in one virtual-time loop, a router policy in
-// front, a trace or a synthetic workload replayed through it; prints the same table and writes
+// engine-model instances (the library omni-sim runs) in one virtual-time loop, omni-proxy's own
+// gateway core in front (on a ManualClock), a trace or a synthetic workload replayed through it;
+// prints the same table and writes
 // the same JSON as omni-bench, plus an HTML/SVG report.
 //
 //   omni-cluster --trace ../shared/traces/mooncake_synthetic_trace.jsonl --trace-format mooncake

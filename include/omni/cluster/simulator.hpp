@@ -143,7 +143,7 @@ struct ClusterResult {
 using RecordSink = std::function<void(const RequestRecord&)>;
 
 // One decision of the gateway core, as it was made: for the differential test against the core
-// stepped by hand, and for --decisions-out.
+// stepped by hand.
 struct GatewayDecision {
   double t = 0.0;
   std::uint64_t request = 0;

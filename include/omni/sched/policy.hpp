@@ -7,7 +7,7 @@
 // a policy only ranks what it is given.
 //
 // Policies live one per file in src/sched/policies/ and are listed once in its registry.cpp,
-// which both binaries, their --help and the docs read.
+// which both binaries and their --help read (the docs list the same names by hand).
 //
 // Threading: a policy is called only from the thread that owns its core.
 #pragma once
@@ -70,7 +70,7 @@ struct PlacementRequest {
   bool decode_may_wait = false;
 };
 
-// Settings the registry passes to every policy (the binaries' --policy-* options).
+// Settings the registry passes to every policy (--node-speed in both binaries).
 enum class NodeSpeed : std::uint8_t {
   kLearned,  // per node, from the prefill durations the gateway observes (the default)
   kEqual,    // every node at one nominal speed
