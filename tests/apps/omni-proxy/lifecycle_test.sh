@@ -171,9 +171,13 @@ start_engine paced --token-delay 20ms --io-threads 2
 start_proxy term --pd-mode aggregated --decode-endpoints "127.0.0.1:$PORT_paced" --workers 2 \
   --timeouts-shutdown-grace 10s
 "$load_bin" --target "$PROXY" --stream --concurrency 8 --requests 8 \
-  --body '{"prompt":"x","max_tokens":50,"stream":true}' >"$work/term_load.json" &
+  --body '{"prompt":"x","max_tokens":100,"stream":true}' >"$work/term_load.json" &
 term_load=$!
-sleep 0.4  # every stream is under way (50 tokens x 20 ms = 1 s each)
+# Every stream under way (100 tokens x 20 ms = 2 s each) before the signal.
+for _ in $(seq 100); do
+  [ "$(curl -s "http://$PROXY/admin/requests" | jq '.requests | length')" -ge 8 ] && break
+  sleep 0.02
+done
 kill -TERM "$PID_term"
 sleep 0.1
 refused=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://$PROXY/health" || true)
