@@ -18,9 +18,11 @@ using Ids = std::vector<TokenId>;
 class ModelsTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    const std::string dir = std::string(OMNI_TOKENIZER_MODELS_DIR) + "/tokenizer-" + GetParam() + "/models";
+    const std::string dir =
+        std::string(OMNI_TOKENIZER_MODELS_DIR) + "/tokenizer-" + GetParam() + "/models";
     if (!std::filesystem::exists(dir + "/tokenizer.json")) {
-      GTEST_SKIP() << dir << " is missing: run scripts/install-deps.sh to fetch the reference tokenizers";
+      GTEST_SKIP() << dir
+                   << " is missing: run scripts/install-deps.sh to fetch the reference tokenizers";
     }
     // Loading parses ~8 MB of JSON: once per model for the whole suite.
     static std::map<std::string, std::shared_ptr<const Tokenizer>> loaded_models;
@@ -41,11 +43,41 @@ class ModelsTest : public ::testing::TestWithParam<std::string> {
 };
 
 // Pieces that stress pre-token boundaries when a conversation is cut between them.
-const std::vector<std::string> kPieces = {
-    "Hello", " world", "  ", "\n", "\n\n", "123", "4567", "\xE4\xBD\xA0\xE5\xA5\xBD", "\xE3\x81\x93\xE3\x82\x93",
-    "<|im_start|>", "<|im_", "end|>", "<\xEF\xBD\x9C" "User\xEF\xBD\x9C>", "<\xEF\xBD\x9C", "'s", "'", "s",
-    "e\xCC\x81", "\xCC\x81", "\xE1\x84\x80", "\xE1\x85\xA1", "\xF0\x9F\x98\x80", "\xE2\x80\x8D", "!", "?!", " (", "x",
-    "\t", "\r\n", "don", "'t", "café", "\xC2\x85", "\xE3\x80\x80"};
+const std::vector<std::string> kPieces = {"Hello",
+                                          " world",
+                                          "  ",
+                                          "\n",
+                                          "\n\n",
+                                          "123",
+                                          "4567",
+                                          "\xE4\xBD\xA0\xE5\xA5\xBD",
+                                          "\xE3\x81\x93\xE3\x82\x93",
+                                          "<|im_start|>",
+                                          "<|im_",
+                                          "end|>",
+                                          "<\xEF\xBD\x9C"
+                                          "User\xEF\xBD\x9C>",
+                                          "<\xEF\xBD\x9C",
+                                          "'s",
+                                          "'",
+                                          "s",
+                                          "e\xCC\x81",
+                                          "\xCC\x81",
+                                          "\xE1\x84\x80",
+                                          "\xE1\x85\xA1",
+                                          "\xF0\x9F\x98\x80",
+                                          "\xE2\x80\x8D",
+                                          "!",
+                                          "?!",
+                                          " (",
+                                          "x",
+                                          "\t",
+                                          "\r\n",
+                                          "don",
+                                          "'t",
+                                          "café",
+                                          "\xC2\x85",
+                                          "\xE3\x80\x80"};
 
 TEST_P(ModelsTest, PrefixCacheGivesTheIdsOfAFullEncode) {
   std::mt19937 rng(7);
@@ -56,14 +88,40 @@ TEST_P(ModelsTest, PrefixCacheGivesTheIdsOfAFullEncode) {
     for (int turn = 0; turn < 12; ++turn) {
       const int grow = 1 + static_cast<int>(rng() % 4);
       for (int i = 0; i < grow; ++i) text += kPieces[rng() % kPieces.size()];
-      if (rng() % 5 == 0 && text.size() > 2) text.resize(text.size() - 1 - rng() % 2);  // edits, not only growth
+      if (rng() % 5 == 0 && text.size() > 2)
+        text.resize(text.size() - 1 - rng() % 2);  // edits, not only growth
       auto a = cached.encode_incremental(text);
       auto b = full.encode(text);
       ASSERT_TRUE(a.ok() && b.ok());
-      ASSERT_EQ(*a, *b) << "conversation " << conversation << " turn " << turn << ": '" << text << "'";
+      ASSERT_EQ(*a, *b) << "conversation " << conversation << " turn " << turn << ": '" << text
+                        << "'";
     }
   }
   EXPECT_GT(cached.stats().prefix_reuses, 100u);
+}
+
+// A whitespace run's end is decided two characters past it: after "<19 NBSP>'s" the run splits
+// before its last NBSP, but a new text whose run goes on ("<30 NBSP>\r\n") must not keep that
+// split (found by the identity corpus: the prefix-cached ids differed from a full encode).
+TEST_P(ModelsTest, PrefixCacheNeverKeepsAWhitespaceRunThatGoesOnInTheNewText) {
+  std::string nbsp;
+  for (int i = 0; i < 19; ++i) nbsp += "\xC2\xA0";
+  std::string longer = nbsp;
+  for (int i = 0; i < 11; ++i) longer += "\xC2\xA0";
+  // And "\n" + 8 spaces at the end of a text is "\n", "<8 spaces>", but with "\n.TH" after it
+  // the whole run up to the last newline is one pre-token.
+  const std::string manpage = "follows the default description in\n        ";
+  for (const std::string& first :
+       {nbsp + "'s \n \nmore", nbsp + "x", std::string("  \tab"), manpage}) {
+    for (const std::string& second : {longer + "\r\n\r\nnext", nbsp + " \n", std::string("  \t  b"),
+                                      manpage + "\n.TH \"GCLOUD\" 1\n\n\n.SH"}) {
+      Encoder cached(tok_);
+      ASSERT_TRUE(cached.encode_incremental(first).ok());
+      auto again = cached.encode_incremental(second);
+      ASSERT_TRUE(again.ok());
+      EXPECT_EQ(*again, encode(second)) << "after '" << first << "'";
+    }
+  }
 }
 
 TEST_P(ModelsTest, PrefixCacheAddsSpecialTokensLikeEncode) {
@@ -76,7 +134,9 @@ TEST_P(ModelsTest, PrefixCacheAddsSpecialTokensLikeEncode) {
 }
 
 TEST_P(ModelsTest, StreamingDecodeNeverSplitsACharacterAndMatchesDecode) {
-  const std::string text = "Tokyo \xE6\x9D\xB1\xE4\xBA\xAC \xF0\x9F\x91\xA9\xF0\x9F\x8F\xBD\xE2\x80\x8D\xF0\x9F\x92\xBB caf\xC3\xA9 <|im_end|> 12345";
+  const std::string text =
+      "Tokyo \xE6\x9D\xB1\xE4\xBA\xAC \xF0\x9F\x91\xA9\xF0\x9F\x8F\xBD\xE2\x80\x8D\xF0\x9F\x92\xBB "
+      "caf\xC3\xA9 <|im_end|> 12345";
   const Ids ids = encode(text);
   Detokenizer stream(tok_);
   std::string joined;
@@ -105,12 +165,16 @@ TEST_P(ModelsTest, StreamingDecodeOfArbitraryIdsEqualsDecode) {
 }
 
 TEST_P(ModelsTest, DecodeRoundTripsText) {
-  const std::string text = "def f(x):\n    return x ** 2  # \xE5\xB9\xB3\xE6\x96\xB9\n\n\n\tend \xF0\x9F\x9A\x80";
+  const std::string text =
+      "def f(x):\n    return x ** 2  # \xE5\xB9\xB3\xE6\x96\xB9\n\n\n\tend \xF0\x9F\x9A\x80";
   EXPECT_EQ(tok_->decode(encode(text)), text);
 }
 
 TEST_P(ModelsTest, SpecialTokensInTextAreSingleIds) {
-  const std::string special = GetParam() == "qwen3" ? "<|im_start|>" : "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>";
+  const std::string special = GetParam() == "qwen3"
+                                  ? "<|im_start|>"
+                                  : "<\xEF\xBD\x9C"
+                                    "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>";
   const auto id = tok_->token_to_id(special);
   ASSERT_TRUE(id.has_value());
   const Ids ids = encode("a" + special + "b");
@@ -146,7 +210,8 @@ std::string repeat_to(const std::string& unit, std::size_t bytes) {
 }
 
 TEST_P(ModelsTest, TenMegabyteInputsEncode) {
-  for (const std::string& unit : {std::string("ab cd, 12345\n"), std::string("\xE4\xBD\xA0"), std::string(" \n")}) {
+  for (const std::string& unit :
+       {std::string("ab cd, 12345\n"), std::string("\xE4\xBD\xA0"), std::string(" \n")}) {
     const std::string big = repeat_to(unit, unit.size() > 3 ? kBigInput : kBigInput / 5);
     auto ids = tok_->encode(big);
     ASSERT_TRUE(ids.ok()) << ids.error().to_string();
