@@ -176,6 +176,12 @@ Task<bool> run_decode(Call& call, const std::string& body, const LegRequest& wan
   co_return false;
 }
 
+// A pair redone because the decode could not load its prefill's KV (access log and metric).
+void count_kv_redo(Call& call) {
+  ++call.kv_redos;
+  call.g.metrics.kv_redos->inc();
+}
+
 // Prefill, then decode with the prefill's KV. A decode that cannot load that KV (the hold
 // expired while the decode pool was slow or down, the transfer failed) is the proxy's problem,
 // not the client's: the pair is redone (retries.kv_redo_attempts), as a retry.
@@ -193,8 +199,7 @@ Task<void> run_sequential(Call& call) {
     const bool kv_lost = co_await run_decode(call, body, decode);
     call.decode_loads_remote_kv = false;
     if (!kv_lost) co_return;
-    ++call.kv_redos;
-    call.g.metrics.kv_redos->inc();
+    count_kv_redo(call);
     // The engines see the redo as a request of its own (vLLM keys its KV holds by request id).
     call.engine_request_id += "-redo" + std::to_string(call.kv_redos);
   }
@@ -318,8 +323,7 @@ Task<void> run_parallel(Call& call) {
     decode->lease.release(decode_result.node_outcome);
     if (decode_result.end == LegEnd::kDone) co_return;
     if (decode_result.end == LegEnd::kKvLost) {
-      ++call.kv_redos;
-      call.g.metrics.kv_redos->inc();
+      count_kv_redo(call);
     } else {
       call.g.metrics.decode_errors->inc();
     }

@@ -197,12 +197,8 @@ Task<void> answer_no_node(Call& call, const Error& error) {
     co_await answer_error(call, 429, "the proxy is at capacity; retry later",
                           RequestOutcome::kRejected, "RateLimitError");
   } else if (error.code == ErrorCode::kTimeout) {
-    // The scheduler says when the role had no usable node at all (down, ejected). Named, not a
-    // temporary in the co_await: GCC 12 destroys such a temporary twice.
-    const bool none_usable = error.message.rfind("no usable", 0) == 0;
-    std::string message =
-        none_usable ? error.message : std::string("no engine was free within the queue timeout");
-    co_await answer_error(call, 503, std::move(message), RequestOutcome::kTimeout,
+    // The scheduler's own words: every node busy, or none of the role usable (down, ejected).
+    co_await answer_error(call, 503, error.message, RequestOutcome::kTimeout,
                           "ServiceUnavailableError");
   } else {
     co_await answer_error(call, 503, error.message, RequestOutcome::kUpstreamError,

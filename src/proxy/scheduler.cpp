@@ -151,7 +151,7 @@ void Scheduler::schedule(std::vector<Decision>& decisions) {
            make_error(ErrorCode::kTimeout,
                       none_usable ? "no usable " + std::string(role_name(ticket.role)) +
                                         " node (down or ejected) within the queue timeout"
-                                  : std::string("no node was free within the queue timeout"))});
+                                  : std::string("no engine was free within the queue timeout"))});
       finished_[index] = 1;
     }
     if (finished_[index] && waiting.held) --decodes_held_now_;
