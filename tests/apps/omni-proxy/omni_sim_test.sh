@@ -62,6 +62,8 @@ grep -q "omni_sim_kv_load_failures_total" <(curl -s "http://127.0.0.1:$ld_port/m
   || fail "redo: the decode never failed to load the KV (the test did not test the redo)"
 jq -e -s 'length == 1 and .[0].kv_redos == 1 and .[0].status == 200' "$work/redo.access.jsonl" >/dev/null \
   || fail "redo: access log: $(cat "$work/redo.access.jsonl")"
-curl -s "http://127.0.0.1:$proxy_port/metrics" | grep -q '^omni_proxy:kv_redos_total{pool="decode"} 1' \
+# (Read whole first: grep -q leaving early would make curl fail with SIGPIPE under pipefail.)
+proxy_metrics=$(curl -s "http://127.0.0.1:$proxy_port/metrics")
+grep -q '^omni_proxy:kv_redos_total{pool="decode"} 1' <<<"$proxy_metrics" \
   || fail "redo: omni_proxy:kv_redos_total is not 1"
 echo "PASS"
