@@ -18,8 +18,12 @@
 #   - hung: requests without an answer within HANG_S (the clients' own timeout);
 #   - TTFT/E2E p50/p99 against the same run without faults (FAULTS=0), run first.
 #
+#   - migrated: streams continued on another engine after part of the answer was sent, and
+#     how many of those completed.
+#
 # Environment: DURATION (60s), RATE (20), FAULT_EVERY (5), STOP_S (3), SPEED (20), LEASE (40
-# model s = 2 s wall at SPEED 20), HANG_S (60), SEED (1), OUT (bench/results).
+# model s = 2 s wall at SPEED 20), OUTPUT_LEN (64; longer streams are more often cut mid-way),
+# HANG_S (60), SEED (1), OUT (bench/results).
 # Output: a markdown table on stdout and $OUT/chaos.json.
 set -euo pipefail
 
@@ -32,6 +36,7 @@ fault_every=${FAULT_EVERY:-5}
 stop_s=${STOP_S:-3}
 speed=${SPEED:-20}
 lease=${LEASE:-40}
+output_len=${OUTPUT_LEN:-64}
 hang_s=${HANG_S:-60}
 seed=${SEED:-1}
 out=${OUT:-$repo/bench/results}
@@ -84,7 +89,7 @@ run_once() {
 
   local requests=$((duration * rate))
   "$bin/omni-bench" --base-url "http://127.0.0.1:$proxy_port" --dataset-name random \
-    --random-input-len 512 --random-output-len 64 --num-prompts "$requests" --request-rate "$rate" \
+    --random-input-len 512 --random-output-len "$output_len" --num-prompts "$requests" --request-rate "$rate" \
     --seed "$seed" --timeout "${hang_s}s" --time-base wall --no-progress --out "$work/$label.bench.json" \
     --requests-out "$work/$label.requests.jsonl" >"$work/$label.bench.log" 2>&1 &
   local bench_pid=$!
@@ -161,6 +166,8 @@ out = {
     "prefill_retries": sum(l.get("prefill_retries", 0) for l in gen),
     "decode_retries": sum(l.get("decode_retries", 0) for l in gen),
     "hung": hung,
+    "migrated": sum(1 for l in gen if l.get("migrations", 0) > 0),
+    "migrated_completed": sum(1 for l in gen if l.get("migrations", 0) > 0 and l["outcome"] == "success"),
     "outcomes": {},
     "faults": int(open(base + ".fault_count").read()),
     "curl_status": {c: curl.count(c) for c in sorted(set(curl))},
@@ -175,7 +182,7 @@ calm=$(summary calm)
 chaos=$(summary chaos)
 jq -n --argjson calm "$calm" --argjson chaos "$chaos" --arg date "$(date -u +%F)" \
   --arg cpu "$(lscpu | sed -n 's/^Model name: *//p')" \
-  --arg params "DURATION=$duration RATE=$rate FAULT_EVERY=$fault_every STOP_S=$stop_s SPEED=$speed LEASE=$lease SEED=$seed" \
+  --arg params "DURATION=$duration RATE=$rate FAULT_EVERY=$fault_every STOP_S=$stop_s SPEED=$speed LEASE=$lease OUTPUT_LEN=$output_len SEED=$seed" \
   '{date: $date, cpu: $cpu, params: $params, calm: $calm, chaos: $chaos}' >"$out/chaos.json"
 echo "faults injected:"
 sed 's/^/  /' "$work/chaos.faults" 2>/dev/null || true
@@ -188,6 +195,7 @@ jq -r '
   row("completed whole"; .completed_whole),
   row("redone after lost KV"; .kv_redos),
   row("prefill / decode retries"; "\(.prefill_retries) / \(.decode_retries)"),
+  row("migrated mid-stream (completed)"; "\(.migrated) (\(.migrated_completed))"),
   row("error event after streaming started"; .error_event_after_stream_start),
   row("hung past their deadline"; .hung),
   row("outcomes"; .outcomes | to_entries | map("\(.key): \(.value)") | join(", ")),

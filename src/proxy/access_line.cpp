@@ -41,7 +41,15 @@ std::string access_line(const Call& call, Duration e2e) {
   line["prefill_retries"] = call.prefill_retries;
   line["decode_retries"] = call.decode_retries;
   line["kv_redos"] = call.kv_redos;
-  line["bytes_in"] = call.request.body.size();
+  line["migrations"] = call.migration.count;
+  if (call.migration.count > 0) {
+    // Every decode node that streamed part of the answer, in order.
+    json::array legs;
+    for (const std::string& node : call.migration.decode_legs) legs.emplace_back(node);
+    line["decode_legs"] = std::move(legs);
+    line["migration_cause"] = migration_cause_name(call.migration.cause);
+  }
+  line["bytes_in"] = call.bytes_in;
   line["bytes_out"] = call.bytes_out;
   line["e2e_ms"] = ms(e2e);
   if (auto ttft = call.life.ttft()) line["ttft_ms"] = ms(*ttft);

@@ -88,7 +88,7 @@ http::Response drain_node(Gateway::Impl& g, const std::string& name, bool draini
   for (const NodeStatus& n : g.dispatcher->snapshot().nodes)
     known = known || (n.spec.name == name && !n.removed);
   if (!known) return http::error_response(404, "no node named " + name, "NotFoundError", "node");
-  g.dispatcher->drain(name, draining);
+  set_draining(g, name, draining);
   json::object answer;
   answer["node"] = name;
   answer["draining"] = draining;

@@ -23,6 +23,7 @@
 #include "engine_client.hpp"
 #include "gateway_impl.hpp"
 #include "leg_deadline.hpp"
+#include "omni/proxy/migration.hpp"
 
 namespace omni::proxy {
 
@@ -53,6 +54,27 @@ class LeaseGuard {
  private:
   Dispatcher* dispatcher_;
   Lease lease_;
+};
+
+// Mid-stream migration (omni/proxy/migration.hpp) of one streamed request.
+struct MigrationState {
+  // Follows the stream the client receives; absent when the request is not streamed, cannot be
+  // continued with the same meaning (`blocker` says why) or migration is off.
+  std::optional<StreamSplice> splice;
+  std::string blocker;
+  std::uint32_t count = 0;  // continuations started
+  // The decode leg broke mid-stream and may be continued: the request path does so.
+  bool pending = false;
+  MigrationCause cause = MigrationCause::kConnection;
+  std::vector<std::uint32_t> broken_decodes;  // not to be used again by this request
+  std::vector<std::string> broken_names;      // the same nodes by name
+  std::vector<std::string> decode_legs;       // every decode node that streamed to the client
+  // The engines' body before the first continuation (each continuation is built from it, with
+  // everything sent so far), its members, its RequestInfo, and the engine request id.
+  std::string origin_body;
+  std::vector<JsonMember> origin_members;
+  RequestInfo origin_info;
+  std::string origin_engine_id;
 };
 
 struct Call {
@@ -100,6 +122,11 @@ struct Call {
   // The client closed its connection while the call waited (queue, engine): nothing more is
   // written to it, its engine calls are cancelled, the outcome is client_disconnected.
   bool client_gone = false;
+  // The client's stream has begun and not ended: a continuation writes into it, and a request
+  // that ends otherwise closes it with an error event (end_open_stream).
+  bool stream_open = false;
+  std::uint64_t bytes_in = 0;  // the client's body as received
+  MigrationState migration;
 
   EngineClient& engine(const boost::asio::any_io_executor& executor, Role role) const {
     return g.engine_clients(executor, role);
@@ -216,6 +243,10 @@ struct LegResult {
 // One decode attempt on `leg`: non-streaming, or the SSE stream relayed event by event.
 // Safe to cancel (parallel mode does when the prefill leg fails).
 Task<LegResult> decode_once(Call& call, Leg& leg, std::string body);
+
+// A stream still open when the request ends (a continuation found no engine, or was refused):
+// vLLM's in-stream error event with call.error, [DONE], the end; outcome stream_error.
+Task<void> end_open_stream(Call& call);
 
 // Whether the current coroutine (a PD leg run by the awaitable operators) has been asked to
 // stop. Checked between operations, because a cancellation delivered while an operation

@@ -185,6 +185,8 @@ std::string engine_target(const Call& call) {
   return std::string(call.request.target);
 }
 
+Api engine_api(const Call& call) { return call.entry.chat ? Api::kCompletions : call.api; }
+
 bool chat_whole_body(const Call& call, std::string& body, std::string& error) {
   if (!call.entry.chat) return true;
   auto chat = call.entry.chat->whole_body(body);

@@ -26,6 +26,7 @@
 #include "omni/common/result.hpp"
 #include "omni/metrics/metrics.hpp"
 #include "omni/proxy/chat_convert.hpp"
+#include "omni/proxy/rewrite.hpp"
 
 namespace omni::proxy {
 
@@ -83,6 +84,8 @@ class ChatBridge {
 
 // The engine route for every leg of `call`: /v1/completions when converted, else the client's.
 std::string engine_target(const Call& call);
+// The API the engines see: completions when converted, else the client's.
+Api engine_api(const Call& call);
 
 // Hooks for the decode leg; no-ops for a call that is not converted.
 // In place on a 200 non-streaming body; false when the body is not a completions answer

@@ -78,6 +78,10 @@ void describe_limits(config::Schema<LimitsConfig>& s) {
           "Per stream, engine output a slow client has not read yet that the proxy keeps; "
           "beyond it the engine stream is paused")
       .min(1024);
+  s.bytes("migration_text_bytes", &C::migration_text_bytes,
+          "Per stream: the answer's text kept so that another engine can continue it; a longer "
+          "answer is no longer migrated")
+      .min(1024);
   s.field("queue_capacity", &C::queue_capacity,
           "Requests waiting in the proxy when every node is over its thresholds (429 beyond)");
   s.field("node_max_outstanding_tokens", &C::node_max_outstanding_tokens,
@@ -118,6 +122,9 @@ void describe_timeouts(config::Schema<TimeoutsConfig>& s) {
           "How long /v1/models waits for engines whose model list is not known yet")
       .min(1ms);
   s.field("shutdown_grace", &C::shutdown_grace, "In-flight requests get this long at shutdown");
+  s.field("drain_grace", &C::drain_grace,
+          "A drained node's in-flight streams get this long; then those that can migrate "
+          "continue on another engine (0s: at once)");
 }
 
 void describe_retries(config::Schema<RetriesConfig>& s) {
@@ -226,6 +233,10 @@ void describe(config::Schema<ProxyConfig>& s) {
   s.section("limits", &C::limits, describe_limits);
   s.section("timeouts", &C::timeouts, describe_timeouts);
   s.section("retries", &C::retries, describe_retries);
+  s.field("migration_max_attempts", &C::migration_max_attempts,
+          "Times a decode stream that broke after tokens reached the client is continued on "
+          "another engine (same stream, true usage); 0: end it with an error event")
+      .range(0, 8);
   s.section("health", &C::health, describe_health);
   s.field("api_keys", &C::api_keys, "Accepted client keys (Authorization: Bearer); none: open");
   s.field("admin_token", &C::admin_token, "Bearer token required by /admin/*").non_empty();

@@ -61,6 +61,7 @@ http::Headers client_headers(const Call& call, const http::Headers& upstream) {
 // A write to the client failed: it left, or stopped reading for longer than
 // timeouts.client_write (cut, and logged as such).
 void client_write_failed(Call& call, const Status& written) {
+  call.stream_open = false;  // nothing more can be written to it
   const bool too_slow = written.error().code == ErrorCode::kTimeout;
   call.outcome = too_slow ? RequestOutcome::kClientTooSlow : RequestOutcome::kClientDisconnected;
   call.error = too_slow ? "the client read too slowly: cut after timeouts.client_write"
@@ -174,19 +175,77 @@ Task<LegResult> forward_refusal(Call& call, const Leg& leg, http::ResponseStream
   co_return co_await refused(call, leg, stream.status(), stream.headers(), std::move(body));
 }
 
-Task<LegResult> relay(Call& call, http::ResponseStream& stream, LegDeadline& deadline,
-                      std::string first) {
-  const http::Headers headers = client_headers(call, stream.headers());
-  if (!co_await call.writer.begin_stream(200, headers)) {
-    call.outcome = RequestOutcome::kClientDisconnected;
-    co_return LegResult{LegEnd::kDone, Outcome::kNeutral};
+// What broke a stream, when another engine may continue it: not a cancellation (the client
+// left, the parallel prefill failed) and not the whole request's deadline.
+std::optional<MigrationCause> migration_cause(const Call& call, const LegDeadline& deadline,
+                                              const Error& error) {
+  if (error.code == ErrorCode::kCancelled || call.client_gone) return std::nullopt;
+  if (std::chrono::steady_clock::now() >= call.deadline) return std::nullopt;
+  if (deadline.expired()) return MigrationCause::kIdle;
+  return MigrationCause::kConnection;
+}
+
+bool may_migrate(const Call& call) {
+  return call.migration.splice && call.migration.splice->can_continue() &&
+         call.migration.count < call.g.config.migration_max_attempts && !call.client_gone;
+}
+
+// The decode stream broke after the client got part of the answer. The answer was whole (only
+// the end missing): the stream is ended as the engine would have. Otherwise, when it may, the
+// request path continues it on another engine (MigrationState::pending); if not, the client
+// gets vLLM's in-stream error event and [DONE].
+Task<LegResult> stream_broke(Call& call, const Leg& leg, const EventCounter& counter,
+                             std::optional<MigrationCause> cause, std::string error,
+                             Outcome node_outcome = Outcome::kFailure) {
+  call.error = leg.node.spec.name + ": " + error;
+  const StreamSplice* splice = call.migration.splice ? &*call.migration.splice : nullptr;
+  if (splice && splice->finished()) {
+    if (!splice->done_seen()) (void)co_await call.writer.write_chunk("data: [DONE]\n\n");
+    call.stream_open = false;
+    if (Status flushed = co_await call.writer.end_stream(); !flushed)
+      client_write_failed(call, flushed);
+    co_return LegResult{LegEnd::kDone, Outcome::kFailure};
+  }
+  if (cause && may_migrate(call)) {
+    call.migration.pending = true;
+    call.migration.cause = *cause;
+    call.migration.broken_decodes.push_back(leg.id());
+    call.migration.broken_names.push_back(leg.node.spec.name);
+    co_return LegResult{LegEnd::kDone, node_outcome};
+  }
+  call.outcome = RequestOutcome::kStreamError;
+  const std::string tail = error_event(call.error, counter.at_boundary(), counter.done_seen());
+  (void)co_await call.writer.write_chunk(tail);
+  call.stream_open = false;
+  (void)co_await call.writer.end_stream();
+  co_return LegResult{LegEnd::kDone, Outcome::kFailure};
+}
+
+Task<LegResult> relay(Call& call, const Leg& leg, http::ResponseStream& stream,
+                      LegDeadline& deadline, std::string first) {
+  if (!call.stream_open) {  // a continuation writes into the stream already begun
+    const http::Headers headers = client_headers(call, stream.headers());
+    if (!co_await call.writer.begin_stream(200, headers)) {
+      call.outcome = RequestOutcome::kClientDisconnected;
+      co_return LegResult{LegEnd::kDone, Outcome::kNeutral};
+    }
+    call.stream_open = true;
   }
   call.status = 200;
+  call.migration.decode_legs.push_back(leg.node.spec.name);
   const Duration idle = call.g.config.timeouts.decode_idle;
   const std::string idle_reason = "the decode stream was silent for " + millis(idle);
   EventCounter counter;
   std::string piece = std::move(first);
   for (;;) {
+    // A migratable stream goes through its splice: whole events only, the engine's error event
+    // withheld (the request may continue elsewhere), a continuation's events rewritten.
+    bool engine_error = false;
+    if (call.migration.splice) {
+      StreamSplice::Fed fed = call.migration.splice->feed(piece);
+      piece = std::move(fed.out);
+      engine_error = fed.engine_error;
+    }
     // A converted chat request's events become chat chunks (chat_bridge.hpp); on a malformed
     // engine event the piece ends with an error event and [DONE], and the stream ends here.
     std::string chat_error;
@@ -208,8 +267,26 @@ Task<LegResult> relay(Call& call, http::ResponseStream& stream, LegDeadline& dea
     if (!chat_ok) {
       call.error = chat_error;
       call.outcome = RequestOutcome::kStreamError;
+      call.stream_open = false;
       (void)co_await call.writer.end_stream();
       co_return LegResult{LegEnd::kDone, Outcome::kFailure};
+    }
+    if (engine_error) {
+      std::string said =
+          "the engine ended the stream with an error: " + call.migration.splice->engine_error();
+      const std::optional<MigrationCause> cause = MigrationCause::kEngineError;
+      // Arguments named: GCC 12 mishandles temporaries inside a co_await expression.
+      auto broke = stream_broke(call, leg, counter, cause, std::move(said));
+      co_return co_await std::move(broke);
+    }
+    if (may_migrate(call) &&
+        call.g.drains.due(leg.node.spec.name, std::chrono::steady_clock::now())) {
+      // Drained and its grace is over: the stream moves (its engine call is closed on return,
+      // so the engine aborts the request); nobody's failure.
+      const std::optional<MigrationCause> cause = MigrationCause::kDrain;
+      std::string why = "drained, and timeouts.drain_grace ran out";
+      auto broke = stream_broke(call, leg, counter, cause, std::move(why), Outcome::kNeutral);
+      co_return co_await std::move(broke);
     }
     arm_leg_deadline(call, deadline, idle, idle_reason);
     auto next = co_await within(deadline, stream.next());
@@ -217,12 +294,9 @@ Task<LegResult> relay(Call& call, http::ResponseStream& stream, LegDeadline& dea
       next = make_error(ErrorCode::kCancelled, "the prefill leg failed");
     }
     if (!next) {
-      call.error = next.error().to_string();
-      call.outcome = RequestOutcome::kStreamError;
-      const std::string tail = error_event(call.error, counter.at_boundary(), counter.done_seen());
-      (void)co_await call.writer.write_chunk(tail);
-      (void)co_await call.writer.end_stream();
-      co_return LegResult{LegEnd::kDone, Outcome::kFailure};
+      const std::optional<MigrationCause> cause = migration_cause(call, deadline, next.error());
+      auto broke = stream_broke(call, leg, counter, cause, next.error().to_string());
+      co_return co_await std::move(broke);
     }
     if (!*next) break;
     piece = std::move(**next);
@@ -230,6 +304,7 @@ Task<LegResult> relay(Call& call, http::ResponseStream& stream, LegDeadline& dea
   // The engine is done: its node's budget is free now, while the client may still be reading
   // the stream's backlog (ResponseWriter::write_chunk keeps up to stream_backlog_bytes).
   if (call.decode_lease) call.decode_lease->release(Outcome::kSuccess);
+  call.stream_open = false;
   if (Status flushed = co_await call.writer.end_stream(); !flushed)
     client_write_failed(call, flushed);
   co_return LegResult{LegEnd::kDone, Outcome::kSuccess};
@@ -242,6 +317,19 @@ Task<LegResult> stream_once(Call& call, Leg& leg, EngineClient& engine, http::Re
 Task<bool> leg_cancelled() {
   const asio::cancellation_state state = co_await asio::this_coro::cancellation_state;
   co_return state.cancelled() != asio::cancellation_type::none;
+}
+
+Task<void> end_open_stream(Call& call) {
+  if (!call.stream_open) co_return;
+  call.stream_open = false;
+  if (call.client_gone) co_return;
+  call.outcome = RequestOutcome::kStreamError;
+  call.status = 200;
+  const bool done = call.migration.splice && call.migration.splice->done_seen();
+  const std::string tail = error_event(call.error, true, done);
+  call.bytes_out += tail.size();
+  (void)co_await call.writer.write_chunk(tail);
+  (void)co_await call.writer.end_stream();
 }
 
 Task<LegResult> decode_once(Call& call, Leg& leg, std::string body) {
@@ -287,7 +375,7 @@ Task<LegResult> stream_once(Call& call, Leg& leg, EngineClient& engine, http::Re
     co_return LegResult{LegEnd::kRetry, Outcome::kFailure};
   }
   if (call.decode_lease) call.decode_lease->first_token();
-  co_return co_await relay(call, stream, deadline, std::move(**first));
+  co_return co_await relay(call, leg, stream, deadline, std::move(**first));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 // An engine's answer to a bad request (4xx, 501, a 500 about the request) is relayed untouched
 // and says nothing against the node; only connection failures, deadlines and 502/503/504 (or a
 // 500 saying the engine is unhealthy) count and are retried elsewhere.
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -58,6 +59,10 @@ struct PrefillDone {
 // The prefill's own answer goes to the client: a refusal, or a prefill with no usable
 // kv_transfer_params.
 Task<void> prefill_answers(Call& call, http::Response answer) {
+  if (call.writer.started()) {  // a continuation's prefill: the stream ends with an error event
+    call.error = "the continuation's prefill answered without KV for a decode";
+    co_return;
+  }
   if (answer.status != 200) {
     co_await relay_refusal(call, answer.status, answer.headers, std::move(answer.body));
     co_return;
@@ -195,6 +200,7 @@ Task<void> run_sequential(Call& call) {
     decode.role = Role::kDecode;
     decode.group = std::move(prefill->group);
     decode.prefill_node = prefill->node;
+    decode.tried = call.migration.broken_decodes;
     call.decode_loads_remote_kv = true;
     const bool kv_lost = co_await run_decode(call, body, decode);
     call.decode_loads_remote_kv = false;
@@ -207,32 +213,36 @@ Task<void> run_sequential(Call& call) {
 
 // ---- parallel -------------------------------------------------------------------------------
 
-enum class PrefillEnd { kPending, kOk, kFailed, kRefused };
+// kFailedLate: the prefill call failed after the decode had begun streaming to the client (its
+// KV had arrived): the prefill node is blamed, the decode goes on.
+enum class PrefillEnd { kPending, kOk, kFailed, kFailedLate, kRefused };
 
 // The prefill half of a parallel pair. Returns only if it failed or refused the request (which
 // cancels the decode: it would wait for KV that never comes); on success its lease is released
 // at once (the prefill's work is done: the node's speed is learned), and it waits to be
 // cancelled when the decode ends.
 Task<int> prefill_leg(Call& call, Leg& leg, std::string body, PrefillEnd& end,
-                      std::optional<http::Response>& refusal) {
+                      std::optional<http::Response>& refusal, std::uint64_t events_before) {
   co_await asio::this_coro::throw_if_cancelled(false);
   auto answer = co_await prefill_once(call, leg, std::move(body));
   // Cancelled because the decode ended first: not the prefill node's failure, and the call's
   // error stays the decode's.
   if (!answer && co_await leg_cancelled()) co_return 0;
-  if (!answer || engine_failed(answer->status, answer->body)) {
+  const bool failed = !answer || engine_failed(answer->status, answer->body);
+  const bool decode_streams = call.events > events_before;  // this pair's decode, not an earlier
+  if (failed && !decode_streams) {
     call.error = answer ? leg.node.spec.name + " answered " + std::to_string(answer->status)
                         : leg.node.spec.name + ": " + answer.error().to_string();
     end = PrefillEnd::kFailed;
     co_return 0;
   }
-  if (answer->status != 200) {
+  if (!failed && answer->status != 200) {
     end = PrefillEnd::kRefused;
     refusal = std::move(*answer);
     co_return 0;
   }
-  end = PrefillEnd::kOk;
-  leg.lease.release(Outcome::kSuccess);
+  end = failed ? PrefillEnd::kFailedLate : PrefillEnd::kOk;
+  leg.lease.release(failed ? Outcome::kFailure : Outcome::kSuccess);
   // A cancellation may have arrived while the send was in a phase that ignores it; waiting
   // now would never be cancelled again.
   if (co_await leg_cancelled()) co_return 1;
@@ -256,7 +266,7 @@ Task<void> run_parallel(Call& call) {
   using namespace asio::experimental::awaitable_operators;
   LegRequest prefill_request;
   prefill_request.role = Role::kPrefill;
-  std::vector<std::uint32_t> tried_decode;
+  std::vector<std::uint32_t> tried_decode = call.migration.broken_decodes;
   const std::uint32_t attempts =
       std::max(call.g.config.retries.prefill_attempts, call.g.config.retries.decode_attempts);
   for (std::uint32_t attempt = 0; attempt < attempts; ++attempt) {
@@ -290,11 +300,13 @@ Task<void> run_parallel(Call& call) {
     call.decode_loads_remote_kv = true;
     call.may_redo_kv = attempt + 1 < attempts;
     // Named first: GCC 12 mishandles temporaries inside a co_await expression.
-    auto both =
-        decode_leg(call, *decode, body) || prefill_leg(call, *prefill, body, prefill_end, refusal);
+    const std::uint64_t events_before = call.events;
+    auto both = decode_leg(call, *decode, body) ||
+                prefill_leg(call, *prefill, body, prefill_end, refusal, events_before);
     auto winner = co_await std::move(both);
     call.decode_lease = nullptr;
     call.decode_loads_remote_kv = false;
+    if (prefill_end == PrefillEnd::kFailedLate) call.g.metrics.prefill_errors->inc();
     if (prefill_end == PrefillEnd::kFailed) {
       call.g.metrics.prefill_errors->inc();
       call.g.metrics.cancelled_legs->inc();
@@ -315,7 +327,11 @@ Task<void> run_parallel(Call& call) {
     if (winner.index() == 1) {
       // The prefill failed and the decode was cancelled; the decode node is not to blame.
       decode->lease.release(Outcome::kNeutral);
-      if (call.writer.started() || call.client_gone) co_return;  // the decode already answered
+      // The decode already answered (a continuation's stream is open but has its answer only
+      // once this pair's decode sent events).
+      const bool answered =
+          call.writer.started() && (!call.stream_open || call.events > events_before);
+      if (answered || call.client_gone) co_return;
       prefill_request.tried.push_back(prefill->id());
       continue;
     }
@@ -380,6 +396,107 @@ void name_the_call(Call& call) {
   }
 }
 
+// A streamed request that may be continued elsewhere if its decode breaks mid-stream gets a
+// splice (migration.hpp); the engines' body as it is now is what every continuation extends.
+void arm_migration(Call& call) {
+  if (!call.info.stream || call.g.config.migration_max_attempts == 0) return;
+  call.migration.blocker = migration_blocker(call.members, engine_api(call));
+  if (!call.migration.blocker.empty()) return;
+  call.migration.splice.emplace(call.g.config.limits.migration_text_bytes);
+}
+
+// The continuation of a stream that broke: the original request with everything sent so far
+// (text, tokens) as its prompt's end, under a request id of its own. False: it cannot be built
+// (a token-id prompt and no tokenizer); the stream then ends with an error event.
+bool prepare_continuation(Call& call) {
+  MigrationState& m = call.migration;
+  if (m.count == 0) {
+    m.origin_body = call.request.body;
+    m.origin_members = detail::scan_valid_object(m.origin_body);
+    m.origin_info = call.info;
+    m.origin_engine_id = call.engine_request_id;
+  }
+  const StreamSplice& splice = *m.splice;
+  SentSoFar sent;
+  sent.text = splice.text();
+  sent.tokens = splice.tokens();
+  if (auto tokenizer = call.g.prompts->tokenizer()) {
+    // The proxy's own count of the sent text stands for the engine's when its events carried
+    // none, and a token-id prompt continues on the sent text's ids.
+    if (auto ids = tokenizer->encode(sent.text)) {
+      if (!splice.usage_counted()) sent.tokens = ids->size();
+      sent.ids = std::move(*ids);
+    }
+  }
+  auto body = continuation_body(m.origin_members, engine_api(call), sent);
+  if (!body) {
+    call.error += "; not continued elsewhere: " + body.error().message;
+    return false;
+  }
+  ++m.count;
+  m.splice->continue_elsewhere(sent.tokens, call.prompt.tokens);
+  call.request.body = std::move(*body);
+  call.members = detail::scan_valid_object(call.request.body);
+  call.info.prompt_tokens = m.origin_info.prompt_tokens + sent.tokens;
+  call.info.max_tokens =
+      m.origin_info.max_tokens > sent.tokens ? m.origin_info.max_tokens - sent.tokens : 1;
+  call.engine_request_id = m.origin_engine_id + "-m" + std::to_string(m.count);
+  return true;
+}
+
+Task<void> run_mode(Call& call) {
+  switch (call.g.config.pd_mode) {
+    case PdMode::kSequential: co_await run_sequential(call); break;
+    case PdMode::kParallel: co_await run_parallel(call); break;
+    case PdMode::kAggregated: {
+      LegRequest whole;
+      whole.tried = call.migration.broken_decodes;
+      (void)co_await run_decode(call, call.request.body, whole);
+      break;
+    }
+  }
+}
+
+// Whether a decode node other than those that broke this request's stream is configured: a
+// continuation without one would end the same way after a useless prefill.
+bool another_decode_exists(const Call& call) {
+  const std::vector<std::string>& broken = call.migration.broken_names;
+  for (const NodeEntry& node : call.g.directory.all()) {
+    if (node.spec.role != Role::kDecode) continue;
+    if (std::find(broken.begin(), broken.end(), node.spec.name) == broken.end()) return true;
+  }
+  return false;
+}
+
+// Runs the request, then its continuations while its stream breaks mid-way and attempts are
+// left; each continuation is counted by what broke the stream before it and how it ended. A
+// stream that could not be continued ends with an error event that says what broke it first.
+Task<void> run_with_migration(Call& call) {
+  co_await run_mode(call);
+  while (call.migration.pending) {
+    call.migration.pending = false;
+    const auto cause = static_cast<std::size_t>(call.migration.cause);
+    const std::string broke = call.error;
+    if (!another_decode_exists(call)) {
+      call.error = broke + "; not continued elsewhere: no other decode node";
+      call.g.metrics.migrations[cause][1]->inc();
+      break;
+    }
+    if (!prepare_continuation(call)) {
+      call.g.metrics.migrations[cause][1]->inc();
+      break;
+    }
+    co_await run_mode(call);
+    const bool completed =
+        !call.migration.pending && !call.stream_open && call.outcome == RequestOutcome::kSuccess;
+    if (call.stream_open && !call.migration.pending) {
+      call.error = broke + "; the continuation failed: " + call.error;
+    }
+    call.g.metrics.migrations[cause][completed ? 0 : 1]->inc();
+  }
+  co_await end_open_stream(call);
+}
+
 Task<void> serve(Call& call) {
   co_await asio::this_coro::throw_if_cancelled(false);
   ChatBridge chat;  // --chat-to-completions; the legs reach it through call.entry.chat
@@ -396,18 +513,11 @@ Task<void> serve(Call& call) {
   bound_max_tokens(call);
   // The body is final now: cut it into members once; every leg rebuilds its body from them.
   call.members = detail::scan_valid_object(call.request.body);
+  arm_migration(call);
   // The prefix lookup itself happens in the scheduler, with the placement.
   call.life.mark(Stage::kTokenized, call.g.clock.now());
   call.life.mark(Stage::kPrefixMatched, call.g.clock.now());
-  switch (call.g.config.pd_mode) {
-    case PdMode::kSequential: co_await run_sequential(call); break;
-    case PdMode::kParallel: co_await run_parallel(call); break;
-    case PdMode::kAggregated: {
-      const LegRequest whole;
-      (void)co_await run_decode(call, call.request.body, whole);
-      break;
-    }
-  }
+  co_await run_with_migration(call);
 }
 
 }  // namespace
@@ -420,6 +530,7 @@ Task<void> handle_generate(Gateway::Impl& g, http::Request& request, http::Respo
   Call& call = *owned;
   call.id = g.new_id();
   call.wall = std::chrono::system_clock::now();
+  call.bytes_in = request.body.size();
   call.life.mark(Stage::kReceived, g.clock.now());
   if (g.config.timeouts.request > Duration::zero()) {
     call.deadline =

@@ -97,6 +97,36 @@ Status export_gauges(Gateway::Impl& g) {
 
 }  // namespace
 
+void DrainDeadlines::start(const std::string& node, std::chrono::steady_clock::time_point move_at) {
+  const std::lock_guard lock(mu_);
+  move_at_.insert_or_assign(node, move_at);
+  count_.store(move_at_.size(), std::memory_order_relaxed);
+}
+
+void DrainDeadlines::stop(const std::string& node) {
+  const std::lock_guard lock(mu_);
+  move_at_.erase(node);
+  count_.store(move_at_.size(), std::memory_order_relaxed);
+}
+
+bool DrainDeadlines::due(const std::string& node, std::chrono::steady_clock::time_point now) const {
+  if (count_.load(std::memory_order_relaxed) == 0) return false;
+  const std::lock_guard lock(mu_);
+  const auto it = move_at_.find(node);
+  return it != move_at_.end() && now >= it->second;
+}
+
+void set_draining(Gateway::Impl& g, const std::string& node, bool draining) {
+  g.dispatcher->drain(node, draining);
+  if (!draining) {
+    g.drains.stop(node);
+    return;
+  }
+  g.drains.start(node, std::chrono::steady_clock::now() +
+                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               g.config.timeouts.drain_grace));
+}
+
 void NodeDirectory::replace(const std::vector<NodeEntry>& entries) {
   std::unique_lock lock(mu_);
   by_name_.clear();

@@ -42,6 +42,22 @@ class NodeDirectory {
   std::unordered_map<std::string, NodeEntry> by_name_;
 };
 
+// Drained nodes and when their in-flight streams are to move elsewhere (timeouts.drain_grace):
+// a stream that may migrate checks its node between events; past the deadline it is continued
+// on another engine (cause "drain") instead of holding the node. Cheap when nothing drains: an
+// atomic load.
+class DrainDeadlines {
+ public:
+  void start(const std::string& node, std::chrono::steady_clock::time_point move_at);
+  void stop(const std::string& node);
+  bool due(const std::string& node, std::chrono::steady_clock::time_point now) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> move_at_;
+  std::atomic<std::size_t> count_{0};
+};
+
 // What the admin API lists about one in-flight request.
 struct InflightEntry {
   std::string request_id;
@@ -112,6 +128,7 @@ struct Gateway::Impl {
   PrefixLookupMetrics prefix_lookups;       // the Scheduler's observer
   std::unique_ptr<KvEventFeeds> kv_feeds;   // engines' KV events into the prefix index
   NodeDirectory directory;
+  DrainDeadlines drains;
   ModelCatalog models;  // each engine's /v1/models (the health checker keeps it)
   Inflight inflight;
   AccessLog access_log;
@@ -152,6 +169,10 @@ struct Gateway::Impl {
 // Gateway::create runs, and what in-process tests use with their own clock and engine clients.
 Result<std::unique_ptr<Gateway::Impl>> make_gateway_impl(ProxyConfig config,
                                                          const Clock* clock = nullptr);
+
+// Drains (or undrains) a node: no new work (the scheduler), and its in-flight streams move
+// elsewhere once timeouts.drain_grace has passed (DrainDeadlines).
+void set_draining(Gateway::Impl& gateway, const std::string& node, bool draining);
 
 // Routes: serving, probes, metrics, admin.
 http::Handler make_handler(Gateway::Impl& gateway);

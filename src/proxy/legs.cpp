@@ -207,6 +207,11 @@ Task<void> answer_no_node(Call& call, const Error& error) {
 }
 
 Task<void> relay_refusal(Call& call, int status, const http::Headers& headers, std::string body) {
+  if (call.writer.started() || call.client_gone) {
+    // A continuation refused mid-stream: the stream ends with an error event (end_open_stream).
+    call.error = "the engine answered " + std::to_string(status) + ": " + body.substr(0, 512);
+    co_return;
+  }
   http::Response response;
   response.status = status;
   response.headers.add("Content-Type",

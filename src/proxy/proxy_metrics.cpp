@@ -125,6 +125,21 @@ Result<ProxyMetrics> ProxyMetrics::create(metrics::Registry& registry) {
                                         {"reason"});
   if (!not_converted) return std::move(not_converted).error();
   m.chat_not_converted = *not_converted;
+  auto migrations = registry.counter(
+      "omni_proxy:migrations_total",
+      "Decode streams continued on another engine after part of the answer reached the client, "
+      "by what broke the stream and whether the continuation completed.",
+      {"cause", "outcome"});
+  if (!migrations) return std::move(migrations).error();
+  for (std::size_t c = 0; c < kMigrationCauseCount; ++c) {
+    for (std::size_t o = 0; o < 2; ++o) {
+      auto child = (*migrations)
+                       ->with({migration_cause_name(static_cast<MigrationCause>(c)),
+                               o == 0 ? "completed" : "failed"});
+      if (!child) return std::move(child).error();
+      m.migrations[c][o] = *child;
+    }
+  }
   auto pd_fields = registry.counter("omni_proxy:client_pd_fields_total",
                                     "Requests whose client-supplied PD fields (kv_transfer_params, "
                                     "bootstrap_*, engine request ids) were stripped or refused.",

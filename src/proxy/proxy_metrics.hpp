@@ -9,6 +9,7 @@
 
 #include "omni/metrics/metrics.hpp"
 #include "omni/proxy/lifecycle.hpp"
+#include "omni/proxy/migration.hpp"
 
 namespace omni::proxy {
 
@@ -79,6 +80,9 @@ struct ProxyMetrics {
   // by the reason they stayed chat.
   metrics::Counter* chat_converted = nullptr;
   metrics::CounterFamily* chat_not_converted = nullptr;
+  // Mid-stream migrations (migration.hpp) by cause and outcome: [cause][0] completed, [1] failed
+  // (the continuation broke too, or no engine could take it).
+  std::array<std::array<metrics::Counter*, 2>, kMigrationCauseCount> migrations{};
   // Client-supplied PD fields (kv_transfer_params, bootstrap_*) stripped or refused.
   metrics::CounterFamily* client_pd_fields = nullptr;
   // Shared: the array of children is large and its address is taken by the hooks.

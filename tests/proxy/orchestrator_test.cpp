@@ -16,6 +16,8 @@
 #include <map>
 #include <set>
 
+#include <boost/json.hpp>
+
 #include "call.hpp"
 
 namespace omni::proxy {
@@ -27,7 +29,18 @@ constexpr auto kAsTuple = asio::as_tuple(asio::use_awaitable);
 
 // What one engine call does.
 struct Act {
-  enum Kind { kAnswer, kStatus, kRefuseConnection, kHang, kStallAfter } kind = kAnswer;
+  // kBreakAfter: the connection breaks after `pieces` events; kErrorEventAfter: the engine
+  // sends vLLM's in-stream error event and [DONE] after them.
+  enum Kind {
+    kAnswer,
+    kStatus,
+    kRefuseConnection,
+    kHang,
+    kStallAfter,
+    kBreakAfter,
+    kErrorEventAfter,
+    kSlow  // kAnswer with 10 ms between events
+  } kind = kAnswer;
   int status = 200;
   int pieces = 3;  // streamed events before the end (kStallAfter: before the stall)
   std::string message = "engine says no";  // kStatus: the error's message
@@ -37,6 +50,7 @@ struct CallRecord {
   std::string node;
   bool prefill = false;  // carried do_remote_decode
   bool aborted = false;
+  std::string body;
 };
 
 // Every node's script (acts in order; the last one repeats) and the log of calls.
@@ -102,8 +116,26 @@ class FakeEngines final : public EngineClient {
         co_return std::optional<std::string>(R"({"error":{"message":")" + act_.message + R"("}})");
       }
       if (sent_ < act_.pieces) {
+        if (act_.kind == Act::kSlow && sent_ > 0) {
+          asio::steady_timer gap(executor_, 10ms);
+          (void)co_await gap.async_wait(kAsTuple);
+        }
         ++sent_;
-        co_return std::optional<std::string>("data: {\"choices\":[{\"text\":\"t\"}]}\n\n");
+        const bool last =
+            sent_ == act_.pieces && (act_.kind == Act::kAnswer || act_.kind == Act::kSlow);
+        co_return std::optional<std::string>(
+            "data: {\"id\":\"cmpl-" + owner_.calls[index_].node +
+            "\",\"choices\":[{\"index\":0,\"text\":\"t\",\"finish_reason\":" +
+            (last ? "\"length\"" : "null") + "}]}\n\n");
+      }
+      if (act_.kind == Act::kBreakAfter) {
+        co_return make_error(ErrorCode::kUnavailable, "connection reset by peer");
+      }
+      if (act_.kind == Act::kErrorEventAfter && !done_) {
+        done_ = true;
+        co_return std::optional<std::string>(
+            "data: {\"error\": {\"message\": \"EngineCore died\", \"code\": 500}}\n\n"
+            "data: [DONE]\n\n");
       }
       if (act_.kind == Act::kStallAfter) {
         Error hung = co_await owner_.hang(index_, abort_);
@@ -128,8 +160,9 @@ class FakeEngines final : public EngineClient {
   };
 
   std::size_t record(const NodeEntry& node, const http::Request& request) {
-    calls.push_back(
-        {node.spec.name, request.body.find("\"do_remote_decode\":true") != std::string::npos});
+    calls.push_back({node.spec.name,
+                     request.body.find("\"do_remote_decode\":true") != std::string::npos, false,
+                     request.body});
     ids.emplace_back(request.headers.get("X-Request-Id").value_or(""));
     return calls.size() - 1;
   }
@@ -387,7 +420,10 @@ TEST_F(Orchestrator, FirstTokenDeadlineRetriesOnTheOtherDecodeNode) {
 }
 
 TEST_F(Orchestrator, DecodeIdleDeadlineEndsTheStreamWithAnErrorEvent) {
-  start(PdMode::kAggregated, [](ProxyConfig& c) { c.timeouts.decode_idle = 50ms; });
+  start(PdMode::kAggregated, [](ProxyConfig& c) {
+    c.timeouts.decode_idle = 50ms;
+    c.migration_max_attempts = 0;  // the stream is not continued elsewhere
+  });
   engines.script[kD1] = {Act{Act::kStallAfter, 200, 2}};
   FakeClient client;
   serve(R"({"prompt":"hello","max_tokens":4,"stream":true})", client);
@@ -421,6 +457,162 @@ TEST_F(Orchestrator, AnEnginesRefusalOfTheRequestIsRelayedNotRetried) {
   EXPECT_NE(client.body.find("engine says no"), std::string::npos);
   EXPECT_EQ(engines.nodes_called(), (Calls{kD1}));
   EXPECT_EQ(health()[kD1].failures, 0u);
+}
+
+// ---- mid-stream migration (migration.hpp) ----------------------------------------------------
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+boost::json::object body_of(const CallRecord& call) {
+  return boost::json::parse(call.body).as_object();
+}
+
+double migrations(Gateway::Impl& g, MigrationCause cause, bool completed) {
+  return g.metrics.migrations[static_cast<std::size_t>(cause)][completed ? 0 : 1]->value();
+}
+
+// A decode whose connection breaks after two events: another decode continues the request from
+// the text already sent, and the client sees one stream (one id, one [DONE], no error).
+TEST_F(Orchestrator, ABrokenStreamContinuesOnAnotherDecodeInTheSameClientStream) {
+  start(PdMode::kAggregated);
+  engines.script[kD1] = {Act{Act::kBreakAfter, 200, 2}};
+  engines.script[kD2] = {Act{Act::kAnswer, 200, 3}};
+  FakeClient client;
+  serve(R"({"prompt":"hello","max_tokens":10,"stream":true})", client);
+  EXPECT_EQ(client.status, 200);
+  EXPECT_TRUE(client.ended);
+  EXPECT_EQ(engines.nodes_called(), (Calls{kD1, kD2}));
+  EXPECT_EQ(count_of(client.body, "\"text\":\"t\""), 5u) << client.body;
+  EXPECT_EQ(count_of(client.body, "data: [DONE]"), 1u);
+  EXPECT_EQ(client.body.find("error"), std::string::npos) << client.body;
+  EXPECT_EQ(count_of(client.body, "cmpl-" + kD2), 0u) << "the first stream's id throughout";
+  const boost::json::object continuation = body_of(engines.calls[1]);
+  EXPECT_EQ(continuation.at("prompt").as_string(), "hellott");
+  EXPECT_EQ(continuation.at("max_tokens").as_int64(), 8);
+  EXPECT_NE(engines.ids[0], engines.ids[1]) << "the continuation is a request of its own";
+  EXPECT_EQ(migrations(*g, MigrationCause::kConnection, true), 1.0);
+  auto h = health();
+  EXPECT_EQ(h[kD1].failures, 1u);
+  EXPECT_EQ(h[kD2].failures, 0u);
+  EXPECT_EQ(h[kD1].load.running + h[kD2].load.running, 0u);
+}
+
+TEST_F(Orchestrator, AnEnginesInStreamErrorIsWithheldAndTheRequestContinued) {
+  start(PdMode::kAggregated);
+  engines.script[kD1] = {Act{Act::kErrorEventAfter, 200, 1}};
+  FakeClient client;
+  serve(R"({"prompt":"hi","max_tokens":4,"stream":true})", client);
+  EXPECT_EQ(engines.nodes_called(), (Calls{kD1, kD2}));
+  EXPECT_EQ(client.body.find("EngineCore died"), std::string::npos) << client.body;
+  EXPECT_EQ(count_of(client.body, "data: [DONE]"), 1u) << client.body;
+  EXPECT_EQ(body_of(engines.calls[1]).at("max_tokens").as_int64(), 3);
+  EXPECT_EQ(migrations(*g, MigrationCause::kEngineError, true), 1.0);
+}
+
+TEST_F(Orchestrator, ASilentDecodeIsContinuedElsewhereAfterItsIdleDeadline) {
+  start(PdMode::kAggregated, [](ProxyConfig& c) { c.timeouts.decode_idle = 50ms; });
+  engines.script[kD1] = {Act{Act::kStallAfter, 200, 2}};
+  FakeClient client;
+  serve(R"({"prompt":"hello","max_tokens":4,"stream":true})", client);
+  EXPECT_EQ(engines.nodes_called(), (Calls{kD1, kD2}));
+  EXPECT_TRUE(engines.calls[0].aborted);
+  EXPECT_EQ(client.body.find("silent"), std::string::npos) << client.body;
+  EXPECT_EQ(migrations(*g, MigrationCause::kIdle, true), 1.0);
+}
+
+TEST_F(Orchestrator, ARequestWhoseContinuationWouldDifferGetsTheErrorEvent) {
+  start(PdMode::kAggregated);
+  engines.script[kD1] = {Act{Act::kBreakAfter, 200, 2}};
+  FakeClient client;
+  serve(R"({"prompt":"hi","max_tokens":4,"stream":true,"logprobs":1})", client);
+  EXPECT_EQ(engines.nodes_called(), (Calls{kD1}));
+  EXPECT_NE(client.body.find("connection reset"), std::string::npos) << client.body;
+  EXPECT_EQ(count_of(client.body, "data: [DONE]"), 1u);
+}
+
+TEST_F(Orchestrator, SequentialPdContinuesWithAFreshPrefillAndAnotherDecode) {
+  start(PdMode::kSequential);
+  engines.script[kD1] = {Act{Act::kBreakAfter, 200, 2}};
+  FakeClient client;
+  serve(R"({"prompt":"hello","max_tokens":10,"stream":true})", client);
+  ASSERT_EQ(engines.calls.size(), 4u) << client.body;
+  EXPECT_TRUE(engines.calls[2].prefill);
+  EXPECT_EQ(body_of(engines.calls[2]).at("prompt").as_string(), "hellott");
+  EXPECT_EQ(engines.calls[3].node, kD2) << "never the decode that broke";
+  EXPECT_EQ(count_of(client.body, "\"text\":\"t\""), 5u) << client.body;
+  EXPECT_EQ(count_of(client.body, "data: [DONE]"), 1u);
+}
+
+TEST_F(Orchestrator, ParallelPdContinuesOnAFreshPair) {
+  start(PdMode::kParallel);
+  engines.script[kD1] = {Act{Act::kBreakAfter, 200, 2}};
+  FakeClient client;
+  serve(R"({"prompt":"hello","max_tokens":10,"stream":true})", client);
+  ASSERT_EQ(engines.calls.size(), 4u) << client.body;
+  std::set<std::string> second{engines.calls[2].node, engines.calls[3].node};
+  EXPECT_TRUE(second.count(kD2)) << "the fresh pair's decode is not the one that broke";
+  EXPECT_EQ(count_of(client.body, "\"text\":\"t\""), 5u) << client.body;
+  EXPECT_EQ(count_of(client.body, "data: [DONE]"), 1u);
+}
+
+TEST_F(Orchestrator, WhenTheContinuationBreaksTooAndNoAttemptIsLeftTheStreamEndsWithAnError) {
+  start(PdMode::kAggregated);
+  engines.script[kD1] = {Act{Act::kBreakAfter, 200, 2}};
+  engines.script[kD2] = {Act{Act::kBreakAfter, 200, 1}};
+  FakeClient client;
+  serve(R"({"prompt":"hi","max_tokens":10,"stream":true})", client);
+  EXPECT_EQ(engines.nodes_called(), (Calls{kD1, kD2}));
+  EXPECT_EQ(count_of(client.body, "\"text\":\"t\""), 3u);
+  EXPECT_NE(client.body.find("\"error\""), std::string::npos) << client.body;
+  EXPECT_EQ(count_of(client.body, "data: [DONE]"), 1u);
+  EXPECT_TRUE(client.ended);
+  EXPECT_EQ(migrations(*g, MigrationCause::kConnection, false), 1.0);
+}
+
+TEST_F(Orchestrator, AClientLeavingDuringAContinuationCancelsItAndLeaksNothing) {
+  start(PdMode::kSequential);
+  engines.script[kD1] = {Act{Act::kBreakAfter, 200, 2}};
+  engines.script[kD2] = {Act{Act::kHang}};
+  FakeClient client;
+  serve(R"({"prompt":"hi","max_tokens":10,"stream":true})", client, [&] { client.leave(); });
+  ASSERT_EQ(engines.calls.size(), 4u);
+  EXPECT_TRUE(engines.calls[3].aborted) << "the continuation's decode was cancelled";
+  for (const auto& [name, node] : health()) EXPECT_EQ(node.load.running, 0u) << name;
+  EXPECT_EQ(migrations(*g, MigrationCause::kConnection, false), 1.0);
+}
+
+// A drained node's streams may finish within timeouts.drain_grace; past it, a stream that can
+// migrate moves to another engine, and the node is not blamed for it.
+TEST_F(Orchestrator, ADrainedNodesStreamMovesWhenItsGraceRunsOut) {
+  start(PdMode::kAggregated, [](ProxyConfig& c) { c.timeouts.drain_grace = 0ms; });
+  engines.script[kD1] = {Act{Act::kSlow, 200, 100}};
+  FakeClient client;
+  serve(R"({"prompt":"hi","max_tokens":200,"stream":true})", client,
+        [&] { set_draining(*g, kD1, true); });
+  EXPECT_EQ(engines.nodes_called(), (Calls{kD1, kD2}));
+  EXPECT_LT(count_of(client.body, "\"text\":\"t\""), 100u) << "the first stream did not finish";
+  EXPECT_EQ(count_of(client.body, "data: [DONE]"), 1u);
+  EXPECT_EQ(client.body.find("error"), std::string::npos) << client.body;
+  EXPECT_EQ(migrations(*g, MigrationCause::kDrain, true), 1.0);
+  auto h = health();
+  EXPECT_EQ(h[kD1].failures, 0u) << "draining is nobody's failure";
+  EXPECT_TRUE(h[kD1].draining);
+  EXPECT_EQ(h[kD1].load.running + h[kD2].load.running, 0u);
+}
+
+TEST_F(Orchestrator, WithinItsGraceADrainedNodesStreamFinishesWhereItIs) {
+  start(PdMode::kAggregated);  // drain_grace 30 s
+  engines.script[kD1] = {Act{Act::kSlow, 200, 10}};
+  FakeClient client;
+  serve(R"({"prompt":"hi","max_tokens":10,"stream":true})", client,
+        [&] { set_draining(*g, kD1, true); });
+  EXPECT_EQ(engines.nodes_called(), (Calls{kD1}));
+  EXPECT_EQ(count_of(client.body, "\"text\":\"t\""), 10u);
+  EXPECT_EQ(migrations(*g, MigrationCause::kDrain, true), 0.0);
 }
 
 // A decode that cannot load the KV its prefill left (the hold expired while the decode pool was

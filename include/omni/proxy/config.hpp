@@ -63,6 +63,9 @@ struct LimitsConfig {
   // this the proxy keeps reading the engine (which finishes, freeing its budget); past it
   // the engine stream is paused (TCP backpressure) until the client catches up or is cut.
   std::size_t stream_backlog_bytes = 1024 * 1024;
+  // Per stream: the answer's text kept so that another engine can continue it (mid-stream
+  // migration); a longer answer is no longer migrated.
+  std::size_t migration_text_bytes = 256 * 1024;
   std::uint64_t node_max_outstanding_tokens = 1'000'000;
   std::uint32_t node_max_running = 256;
   // The engines' context length, for admission of requests without a max_tokens bound (they
@@ -84,6 +87,9 @@ struct TimeoutsConfig {
   Duration client_body = 60s;    // a client's whole request body (408 beyond)
   Duration client_write = 30s;   // one write to a client may block this long (slow readers)
   Duration shutdown_grace = 10s;
+  // A drained node's in-flight streams may finish within this; then those that can migrate
+  // continue on another engine.
+  Duration drain_grace = 30s;
   Duration models = 2s;  // /v1/models waits this long for engines that have not answered
 };
 
@@ -132,6 +138,9 @@ struct ProxyConfig {
   LimitsConfig limits;
   TimeoutsConfig timeouts;
   RetriesConfig retries;
+  // Times a stream broken after part of its answer reached the client is continued on another
+  // engine (migration.hpp); 0: never, the stream ends with an error event.
+  std::uint32_t migration_max_attempts = 1;
   HealthConfig health;
   std::vector<std::string> api_keys;       // clients' Bearer tokens; empty: no authentication
   std::optional<std::string> admin_token;  // Bearer token for /admin/*; none: admin is open
