@@ -33,5 +33,8 @@ find_path(CPPZMQ_INCLUDE_DIR zmq.hpp REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 # OpenBLAS (libopenblas-dev): the GEMM-based attention baseline (cblas_sgemm, cblas_sbgemm).
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+# The NATS C client (libnats-dev): omni-proxy replicas share their load over NATS (fleet sync).
+# By pkg-config: bookworm's CMake config names a static library the package does not ship.
+pkg_check_modules(NATS REQUIRED IMPORTED_TARGET libnats)
 # ICU (libicu-dev): Unicode normalisation (NFC/NFKC) for the tokenizers.
 find_package(ICU REQUIRED COMPONENTS uc)

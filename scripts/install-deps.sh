@@ -22,6 +22,8 @@ packages=(
   libssl-dev            # OpenSSL
   libxxhash-dev         # XXH3-128 for vLLM's xxhash block-hash algorithms (omni_kvcache)
   libzmq3-dev           # ZeroMQ: vLLM's KV-event PUB/SUB and replay sockets
+  libnats-dev           # the NATS C client: omni-proxy replicas share their load (fleet sync)
+  nats-server           # the NATS broker the fleet tests start on loopback
   cppzmq-dev            # its C++ header
   libpcre2-dev          # PCRE2 with JIT: tokenizer pre-tokenization regexes
   libicu-dev            # ICU: Unicode normalisation for the tokenizers

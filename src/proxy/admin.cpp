@@ -3,6 +3,7 @@
 //
 //   GET  /admin/requests              in-flight requests and the queue length
 //   GET  /admin/nodes                 every node's state
+//   GET  /admin/replicas              the fleet sync: this replica and the others heard from
 //   POST /admin/drain                 {"node": "host:port", "drain": true|false}
 //   POST /admin/nodes/{name}/drain    the same for the node named in the path (host:port, its
 //                                     ':' possibly sent as %3A); body optional: {"drain": false}
@@ -70,6 +71,9 @@ std::string list_nodes(Gateway::Impl& g) {
     item["removed"] = n.removed;
     item["outstanding_tokens"] = n.load.outstanding_tokens;
     item["running"] = n.load.running;
+    // What the other replicas of the fleet have on it (fleet sync; 0 when alone).
+    item["fleet_outstanding_tokens"] = n.fleet.tokens;
+    item["fleet_running"] = n.fleet.running;
     item["dispatched"] = n.dispatched;
     item["failures"] = n.failures;
     item["consecutive_failures"] = n.consecutive_failures;
@@ -227,6 +231,9 @@ Task<void> handle_admin(Gateway::Impl& g, http::Request& request, http::Response
     response = drain(g, request);
   } else if (path == "/admin/reload") {
     response = co_await reload(g);
+  } else if (path == "/admin/replicas") {
+    response = g.fleet ? json_response(200, g.fleet->admin_json())
+                       : json_response(200, R"({"fleet":null,"replicas":[]})");
   } else {
     response = drain_by_path(g, request);
   }

@@ -139,6 +139,33 @@ void describe_retries(config::Schema<RetriesConfig>& s) {
       .range(0, 4);
 }
 
+void describe_fleet(config::Schema<FleetConfig>& s) {
+  using C = FleetConfig;
+  s.field("nats_url", &C::nats_url,
+          "NATS server(s) of the fleet sync (nats://host:port, comma-separated); none: this "
+          "replica runs alone")
+      .non_empty();
+  s.field("name", &C::name, "The fleet's name: replicas with one name share their load")
+      .each([](const std::string& name) -> Status {
+        const bool ok = !name.empty() && name.size() <= 64 &&
+                        name.find_first_not_of(
+                            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                            "0123456789_-") == std::string::npos;
+        if (ok) return {};
+        return make_error(
+            ErrorCode::kInvalidArgument,
+            "fleet name '" + name + "': 1-64 of A-Z a-z 0-9 _ - (a NATS subject token)");
+      });
+  s.field("replica_id", &C::replica_id,
+          "This replica's name in the fleet; default hostname:listen-port (hostname:pid for an "
+          "ephemeral port)")
+      .non_empty();
+  s.field("lease", &C::lease, "A replica silent this long has its load forgotten").min(100ms);
+  s.field("snapshot_period", &C::snapshot_period,
+          "How often each replica publishes its whole load (heartbeat)")
+      .range(10ms, 60s);
+}
+
 void describe_health(config::Schema<HealthConfig>& s) {
   using C = HealthConfig;
   s.field("interval", &C::interval, "Active GET /health probe period; 0s disables probes");
@@ -238,6 +265,7 @@ void describe(config::Schema<ProxyConfig>& s) {
           "another engine (same stream, true usage); 0: end it with an error event")
       .range(0, 8);
   s.section("health", &C::health, describe_health);
+  s.section("fleet", &C::fleet, describe_fleet);
   s.field("api_keys", &C::api_keys, "Accepted client keys (Authorization: Bearer); none: open");
   s.field("admin_token", &C::admin_token, "Bearer token required by /admin/*").non_empty();
   s.field("client_pd_fields", &C::client_pd_fields,

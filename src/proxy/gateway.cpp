@@ -83,6 +83,26 @@ Status export_gauges(Gateway::Impl& g) {
         }
       });
   if (!s) return s;
+  s = g.registry.gauge_callback(
+      "omni_proxy:fleet_connected",
+      "1 while the fleet sync is connected to NATS (0 when off or cut off).", {},
+      [&g](metrics::Emitter& e) { e.emit({}, g.fleet && g.fleet->connected() ? 1.0 : 0.0); });
+  if (!s) return s;
+  s = g.registry.gauge_callback(
+      "omni_proxy:fleet_replicas", "Other replicas of the fleet whose load counts here.", {},
+      [&g](metrics::Emitter& e) {
+        e.emit({}, g.fleet ? static_cast<double>(g.fleet->live_replicas()) : 0.0);
+      });
+  if (!s) return s;
+  s = g.registry.gauge_callback(
+      "omni_proxy:node_fleet_running",
+      "Requests the other replicas of the fleet have running on a node.", {"pool", "node"},
+      [&g](metrics::Emitter& e) {
+        for (const NodeStatus& n : g.dispatcher->snapshot().nodes) {
+          e.emit({role_name(n.spec.role), n.spec.name}, static_cast<double>(n.fleet.running));
+        }
+      });
+  if (!s) return s;
   return g.registry.gauge_callback(
       "omni_proxy:node_usable",
       "1 when a node takes new requests (up, circuit closed, not draining).", {"pool", "node"},
@@ -309,6 +329,12 @@ Result<std::unique_ptr<Gateway::Impl>> make_gateway_impl(ProxyConfig config, con
       static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   SchedulerOptions options = scheduler_options(impl->config);
   options.observer = &impl->prefix_lookups;
+  if (impl->config.fleet.nats_url) {
+    impl->fleet = std::make_unique<FleetSync>(
+        impl->config.fleet, fleet_config_digest(impl->config), impl->config.listen.port,
+        impl->clock, FleetMetrics{impl->metrics.fleet_messages, impl->metrics.fleet_dropped});
+    options.load_observer = impl->fleet.get();
+  }
   impl->dispatcher = std::make_unique<Dispatcher>(
       impl->clock, options, std::move(*policy), impl->config.scheduler_tick,
       DispatcherMetrics{impl->metrics.scheduling_latency, impl->metrics.scheduler_pass});
@@ -334,6 +360,12 @@ Result<std::unique_ptr<Gateway::Impl>> make_gateway_impl(ProxyConfig config, con
 
 Status Gateway::start() {
   impl_->dispatcher->start();
+  if (impl_->fleet) {
+    if (Status s = impl_->fleet->start(*impl_->dispatcher); !s) {
+      impl_->dispatcher->stop();
+      return s;
+    }
+  }
   if (Status s = impl_->server->start(); !s) {
     impl_->dispatcher->stop();
     return s;
@@ -376,6 +408,7 @@ void Gateway::stop() {
   stop_health_checks(*impl_);
   if (impl_->kv_feeds) impl_->kv_feeds->stop();
   if (impl_->server) impl_->server->stop();
+  if (impl_->fleet) impl_->fleet->stop();  // before the dispatcher: it posts to it
   if (impl_->dispatcher) impl_->dispatcher->stop();
 }
 

@@ -18,6 +18,7 @@
 #include "chat_bridge.hpp"
 #include "dispatcher.hpp"
 #include "engine_client.hpp"
+#include "fleet_sync.hpp"
 #include "kv_feed.hpp"
 #include "model_catalog.hpp"
 #include "omni/http/client.hpp"
@@ -122,6 +123,9 @@ struct Gateway::Impl {
   const Clock& clock;
   metrics::Registry registry;
   ProxyMetrics metrics;
+  // The fleet sync (docs/fleet.md); null when this replica runs alone. Declared before the
+  // dispatcher so that it outlives it: the Scheduler holds it as its LoadObserver.
+  std::unique_ptr<FleetSync> fleet;
   std::unique_ptr<Dispatcher> dispatcher;
   std::unique_ptr<PromptReader> prompts;    // tokens and block hashes of each prompt
   std::unique_ptr<ChatToCompletions> chat;  // --chat-to-completions; null when off

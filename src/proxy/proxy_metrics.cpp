@@ -140,6 +140,18 @@ Result<ProxyMetrics> ProxyMetrics::create(metrics::Registry& registry) {
       m.migrations[c][o] = *child;
     }
   }
+  auto fleet_messages = registry.counter(
+      "omni_proxy:fleet_messages_total",
+      "Fleet sync messages published (out) and received (in), by kind.", {"direction", "kind"});
+  if (!fleet_messages) return std::move(fleet_messages).error();
+  m.fleet_messages = *fleet_messages;
+  auto fleet_dropped = registry.counter(
+      "omni_proxy:fleet_dropped_total",
+      "Fleet sync messages not applied or not sent, by reason (malformed, stale, other_fleet, "
+      "config_mismatch, queue_full, publish_failed, slow_consumer).",
+      {"reason"});
+  if (!fleet_dropped) return std::move(fleet_dropped).error();
+  m.fleet_dropped = *fleet_dropped;
   auto pd_fields = registry.counter("omni_proxy:client_pd_fields_total",
                                     "Requests whose client-supplied PD fields (kv_transfer_params, "
                                     "bootstrap_*, engine request ids) were stripped or refused.",

@@ -83,6 +83,9 @@ struct ProxyMetrics {
   // Mid-stream migrations (migration.hpp) by cause and outcome: [cause][0] completed, [1] failed
   // (the continuation broke too, or no engine could take it).
   std::array<std::array<metrics::Counter*, 2>, kMigrationCauseCount> migrations{};
+  // The fleet sync (fleet_sync.hpp): messages by direction and kind, and those dropped.
+  metrics::CounterFamily* fleet_messages = nullptr;
+  metrics::CounterFamily* fleet_dropped = nullptr;
   // Client-supplied PD fields (kv_transfer_params, bootstrap_*) stripped or refused.
   metrics::CounterFamily* client_pd_fields = nullptr;
   // Shared: the array of children is large and its address is taken by the hooks.

@@ -25,7 +25,8 @@ Task<void> health(http::Request&, http::ResponseWriter& writer) {
 }
 
 // Ready when a whole path exists: a usable decode node, and a usable prefill node unless the
-// mode is aggregated. The body names the roles the mode needs that have no usable node.
+// mode is aggregated. The body names the roles the mode needs that have no usable node (and,
+// with the fleet sync on, whether NATS is reachable: it does not decide readiness).
 Task<void> ready(Gateway::Impl& g, http::ResponseWriter& writer) {
   const DispatcherSnapshot snapshot = g.dispatcher->snapshot();
   const bool needs_prefill = g.config.pd_mode != PdMode::kAggregated;
@@ -39,6 +40,13 @@ Task<void> ready(Gateway::Impl& g, http::ResponseWriter& writer) {
   body["prefill_usable"] = snapshot.prefill_usable;
   body["decode_usable"] = snapshot.decode_usable;
   body["pd_mode"] = pd_mode_name(g.config.pd_mode);
+  if (g.fleet) {
+    // Informational: a replica cut off from NATS still serves, on its own counts.
+    json::object fleet;
+    fleet["connected"] = g.fleet->connected();
+    fleet["replicas"] = g.fleet->live_replicas();
+    body["fleet"] = std::move(fleet);
+  }
   http::Response response = json_response(ok ? 200 : 503, json::serialize(body));
   (void)co_await writer.send(std::move(response));
 }
@@ -187,6 +195,7 @@ http::Handler make_handler(Gateway::Impl& g) {
   };
   router.add(http::Method::kGet, "/admin/requests", admin);
   router.add(http::Method::kGet, "/admin/nodes", admin);
+  router.add(http::Method::kGet, "/admin/replicas", admin);
   router.add(http::Method::kPost, "/admin/drain", admin);
   router.add(http::Method::kPost, "/admin/reload", admin);
   // /admin/nodes/{name}/drain has a variable segment, which the router (exact paths) cannot

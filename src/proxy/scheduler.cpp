@@ -207,9 +207,10 @@ void Scheduler::fill_candidates(const Ticket& ticket) {
     const NodeStatus& s = node.status;
     sched::Candidate c;
     c.instance = s.id;
-    c.outstanding_requests = s.load.running;
-    c.outstanding_tokens = stage == sched::Stage::kAggregated ? s.outstanding_prompt_tokens
-                                                              : s.load.outstanding_tokens;
+    c.outstanding_requests = s.load.running + s.fleet.running;
+    c.outstanding_tokens = stage == sched::Stage::kAggregated
+                               ? s.outstanding_prompt_tokens + s.fleet.prompt_tokens
+                               : s.load.outstanding_tokens + s.fleet.tokens;
     c.queued_prefill_tokens = s.queued_prefill_tokens;
     c.queued_long_prefills = s.queued_long_prefills;
     c.running = s.engine.running;
@@ -284,6 +285,8 @@ Lease Scheduler::dispatch(Node& node, const Ticket& ticket, std::uint32_t matche
   lease.dispatched = now;
   lease.prompt_tokens = ticket.prompt_tokens;
   node.status.outstanding_prompt_tokens += ticket.prompt_tokens;
+  load_changed(node, static_cast<std::int64_t>(tokens),
+               static_cast<std::int64_t>(ticket.prompt_tokens), 1);
   if (prefills(ticket)) {
     lease.uncached_tokens =
         ticket.prompt_tokens - std::min<std::uint64_t>(ticket.prompt_tokens, matched);
@@ -370,7 +373,9 @@ void Scheduler::settle_prefills(TimePoint now) {
 
 void Scheduler::end_prefill(Node& node, const Lease& lease, Outcome outcome, TimePoint now) {
   NodeStatus& s = node.status;
-  s.outstanding_prompt_tokens -= std::min(s.outstanding_prompt_tokens, lease.prompt_tokens);
+  const std::uint64_t prompt = std::min(s.outstanding_prompt_tokens, lease.prompt_tokens);
+  s.outstanding_prompt_tokens -= prompt;
+  load_changed(node, 0, -static_cast<std::int64_t>(prompt), 0);
   if (!options_.aggregated) {
     unqueue_prefill(s, lease.uncached_tokens);
   } else {
@@ -453,6 +458,16 @@ void Scheduler::count_kv_events_dropped(std::string_view name, std::uint64_t bat
   for_named(name, [&](Node& node) { node.status.kv_events_dropped += batches; });
 }
 
+void Scheduler::report_fleet_load(std::string_view node, FleetLoad load) {
+  for_named(node, [&](Node& n) { n.status.fleet = load; });
+}
+
+void Scheduler::load_changed(const Node& node, std::int64_t tokens, std::int64_t prompt_tokens,
+                             std::int32_t running) const {
+  if (!options_.load_observer || (tokens == 0 && prompt_tokens == 0 && running == 0)) return;
+  options_.load_observer->on_load_change(node.status.spec, tokens, prompt_tokens, running);
+}
+
 void Scheduler::report_engine_load(std::string_view name, EngineLoad load) {
   for_named(name, [&](Node& node) { node.status.engine = load; });
 }
@@ -493,8 +508,11 @@ void Scheduler::release(const Lease& lease, Outcome outcome) {
   Node* node = find(lease.node);
   if (!node) return;
   NodeLoad& load = node->status.load;
-  load.outstanding_tokens -= std::min(load.outstanding_tokens, lease.tokens);
-  load.running -= std::min<std::uint32_t>(load.running, 1);
+  const std::uint64_t tokens = std::min(load.outstanding_tokens, lease.tokens);
+  const std::uint32_t running = std::min<std::uint32_t>(load.running, 1);
+  load.outstanding_tokens -= tokens;
+  load.running -= running;
+  load_changed(*node, -static_cast<std::int64_t>(tokens), 0, -static_cast<std::int32_t>(running));
   end_prefill(*node, lease, outcome, clock_.now());
   if (outcome == Outcome::kFailure) {
     record_failure(*node, clock_.now());
@@ -575,8 +593,8 @@ bool Scheduler::candidate(const Node& node, const Ticket& ticket) const {
   if (!ticket.group.empty() && !s.spec.group.empty() && s.spec.group != ticket.group) return false;
   if (std::find(ticket.tried.begin(), ticket.tried.end(), s.id) != ticket.tried.end()) return false;
   // Under the thresholds now: an idle node takes even a request larger than its limit.
-  return s.load.outstanding_tokens < options_.node_limits.outstanding_tokens &&
-         s.load.running < options_.node_limits.running;
+  return s.load.outstanding_tokens + s.fleet.tokens < options_.node_limits.outstanding_tokens &&
+         s.load.running + s.fleet.running < options_.node_limits.running;
 }
 
 // Whether some node could still take `ticket` by waiting: one of its role and group, not tried

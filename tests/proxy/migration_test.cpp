@@ -6,6 +6,9 @@
 
 #include <boost/json.hpp>
 
+#include "migration_fuzz_checks.hpp"
+#include "support/corpus.hpp"
+
 namespace omni::proxy {
 namespace {
 
@@ -233,6 +236,18 @@ TEST(StreamSplice, TheEnginesOwnCountWinsWhenItsEventsCarryUsage) {
       "\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":3,\"total_tokens\":7}}\n\n");
   EXPECT_TRUE(splice.usage_counted());
   EXPECT_EQ(splice.tokens(), 3u) << "three tokens in one event";
+}
+
+// The fuzz target's corpus (fuzz/proxy_migration), through the same properties.
+TEST(MigrationCorpus, EveryInputKeepsTheSplicesProperties) {
+  std::size_t files = 0;
+  for (const auto& [path, input] :
+       omni::test_support::read_corpus(OMNI_PROXY_MIGRATION_CORPUS_DIR)) {
+    ++files;
+    const std::string failure = fuzz::check_migration(input);
+    EXPECT_TRUE(failure.empty()) << path << ": " << failure;
+  }
+  EXPECT_GE(files, 7u);
 }
 
 }  // namespace

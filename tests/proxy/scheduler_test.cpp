@@ -67,6 +67,52 @@ TEST_F(ProxySchedulerTest, PicksLeastOutstandingTokensCountedAtDispatch) {
   EXPECT_EQ(nodes[1].load.running, 2u);
 }
 
+// The fleet sync's seam: the other replicas' load on a node counts as if this core had
+// dispatched it, for the policy and for the thresholds; and this core's own load changes are
+// told to the observer that publishes them.
+TEST_F(ProxySchedulerTest, TheOtherReplicasLoadCountsForThePolicyAndTheThresholds) {
+  make();
+  scheduler->report_fleet_load("p0", FleetLoad{500, 500, 3});
+  EXPECT_EQ(place(ticket(1, Role::kPrefill, 100)), "p1") << "p0 is busier fleet-wide";
+  EXPECT_EQ(place(ticket(2, Role::kPrefill, 100)), "p1") << "100 here < 500 elsewhere";
+  scheduler->report_fleet_load("p0", FleetLoad{});
+  EXPECT_EQ(place(ticket(3, Role::kPrefill, 100)), "p0");
+  EXPECT_EQ(scheduler->nodes()[0].load.outstanding_tokens, 100u) << "own counts stay own";
+}
+
+TEST_F(ProxySchedulerTest, ANodeFullFleetWideTakesNothing) {
+  SchedulerOptions options;
+  options.node_limits = {1'000'000, 2};
+  make(options);
+  scheduler->report_fleet_load("d0", FleetLoad{20, 0, 2});
+  scheduler->report_fleet_load("d1", FleetLoad{20, 0, 1});
+  EXPECT_EQ(place(ticket(1, Role::kDecode, 10)), "d1");
+  EXPECT_EQ(place(ticket(2, Role::kDecode, 10)), "waiting") << "2 running on each, fleet-wide";
+  scheduler->report_fleet_load("d0", FleetLoad{});
+  EXPECT_EQ(scheduler->schedule().size(), 1u) << "the other replica released: it goes now";
+}
+
+class RecordingLoadObserver final : public LoadObserver {
+ public:
+  void on_load_change(const NodeSpec& node, std::int64_t tokens, std::int64_t prompt,
+                      std::int32_t running) override {
+    changes.push_back(node.name + " " + std::to_string(tokens) + " " + std::to_string(prompt) +
+                      " " + std::to_string(running));
+  }
+  std::vector<std::string> changes;
+};
+
+TEST_F(ProxySchedulerTest, EveryOwnLoadChangeIsToldToTheLoadObserver) {
+  RecordingLoadObserver observer;
+  SchedulerOptions options;
+  options.load_observer = &observer;
+  make(options);
+  EXPECT_EQ(place(ticket(1, Role::kDecode, 100)), "d0");
+  scheduler->release(last, Outcome::kSuccess);
+  EXPECT_EQ(observer.changes,
+            (std::vector<std::string>{"d0 110 100 1", "d0 -110 0 -1", "d0 0 -100 0"}));
+}
+
 TEST_F(ProxySchedulerTest, DecodeLoadIncludesOutputAndStaysInTheGroup) {
   make();
   EXPECT_EQ(place(ticket(1, Role::kDecode, 100, "g2")), "d1");

@@ -101,6 +101,16 @@ struct RetriesConfig {
   std::uint32_t kv_redo_attempts = 1;
 };
 
+// Active-active replicas (docs/fleet.md): every replica of one fleet publishes the load it
+// dispatches on NATS and places requests on the fleet-wide load. Off without nats_url.
+struct FleetConfig {
+  std::optional<std::string> nats_url;    // nats://host:port (several: comma-separated)
+  std::string name = "omni";              // the fleet: the subject prefix its replicas share
+  std::optional<std::string> replica_id;  // default: hostname:listen-port (or :pid)
+  Duration lease = 3s;                    // a silent replica's load is forgotten after this
+  Duration snapshot_period = 500ms;       // full snapshots (and heartbeats) this often
+};
+
 struct HealthConfig {
   Duration interval = 1s;  // active /health probes; 0s disables them
   Duration timeout = 500ms;
@@ -142,6 +152,7 @@ struct ProxyConfig {
   // engine (migration.hpp); 0: never, the stream ends with an error event.
   std::uint32_t migration_max_attempts = 1;
   HealthConfig health;
+  FleetConfig fleet;
   std::vector<std::string> api_keys;       // clients' Bearer tokens; empty: no authentication
   std::optional<std::string> admin_token;  // Bearer token for /admin/*; none: admin is open
   ClientPdFields client_pd_fields = ClientPdFields::kStrip;

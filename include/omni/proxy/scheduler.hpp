@@ -68,6 +68,24 @@ struct NodeSpec {
   friend bool operator==(const NodeSpec&, const NodeSpec&) = default;
 };
 
+// What the other replicas of a fleet have in flight on a node (docs/fleet.md); zero for a
+// gateway that runs alone. The policy and the thresholds see a node's own load plus this.
+struct FleetLoad {
+  std::uint64_t tokens = 0;         // outstanding tokens, as load.outstanding_tokens
+  std::uint64_t prompt_tokens = 0;  // of which prompt tokens, as outstanding_prompt_tokens
+  std::uint32_t running = 0;
+  friend bool operator==(const FleetLoad&, const FleetLoad&) = default;
+};
+
+// Every change of the load this core dispatched itself, as it happens (the fleet sync
+// publishes them to the other replicas). Called on the Scheduler's thread; must not call back.
+class LoadObserver {
+ public:
+  virtual ~LoadObserver() = default;
+  virtual void on_load_change(const NodeSpec& node, std::int64_t tokens, std::int64_t prompt_tokens,
+                              std::int32_t running) = 0;
+};
+
 // What the Scheduler reports about its prefix index, as it happens (the live layer turns
 // this into metrics). Called on the Scheduler's thread; must not call back into it.
 class SchedulerObserver {
@@ -120,6 +138,7 @@ struct SchedulerOptions {
     std::size_t max_entries = std::size_t{1} << 22;  // (block, node) pairs
   } prefix;
   SchedulerObserver* observer = nullptr;          // not owned; outlives the Scheduler
+  LoadObserver* load_observer = nullptr;          // not owned; outlives the Scheduler
   const TransferModel* transfer = nullptr;        // not owned; none: transfers cost 0
   const FreshCacheOracle* fresh_cache = nullptr;  // not owned; what-if studies only
 };
@@ -188,6 +207,7 @@ struct NodeStatus {
   std::uint64_t queued_prefill_tokens = 0;
   std::uint32_t queued_long_prefills = 0;
   EngineLoad engine;
+  FleetLoad fleet;                      // the other replicas' load on it (fleet sync)
   std::uint64_t kv_events_applied = 0;  // event batches applied to the prefix index
   std::uint64_t kv_events_dropped = 0;  // malformed or lost batches
   bool kv_stale = false;
@@ -240,6 +260,8 @@ class Scheduler {
   bool apply_kv_payload(std::string_view node, std::span<const std::uint8_t> payload);
   // Batches the live layer lost for this node (subscriber overflow, hand-over queue full).
   void count_kv_events_dropped(std::string_view node, std::uint64_t batches);
+  // The other replicas' load on the node named `node` (fleet sync), replacing the last report.
+  void report_fleet_load(std::string_view node, FleetLoad load);
   // The engine's own load report (scraped from its /metrics).
   void report_engine_load(std::string_view node, EngineLoad load);
   void report_engine_load(std::uint32_t node, EngineLoad load);
@@ -287,6 +309,8 @@ class Scheduler {
   bool any_possible(const Ticket& ticket) const;
   void refresh_circuits(TimePoint now);
   void record_failure(Node& node, TimePoint now);
+  void load_changed(const Node& node, std::int64_t tokens, std::int64_t prompt_tokens,
+                    std::int32_t running) const;
   bool may_eject(Role role) const;
   enum class Placed { kPlaced, kNoCandidate, kHeld };
   Placed place(Waiting& waiting, TimePoint now, Lease& lease);
