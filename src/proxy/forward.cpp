@@ -403,11 +403,24 @@ void arm_migration(Call& call) {
   call.migration.blocker = migration_blocker(call.members, engine_api(call));
   if (!call.migration.blocker.empty()) return;
   call.migration.splice.emplace(call.g.config.limits.migration_text_bytes);
+  // A token-id prompt continues on the generated ids, exactly: the engines are asked for them
+  // (vLLM's return_token_ids), and they are hidden from a client that did not ask.
+  if (engine_api(call) != Api::kCompletions || !prompt_is_token_ids(call.members)) return;
+  bool client_asked = false;
+  for (const JsonMember& m : call.members) {
+    client_asked = client_asked || (m.key == "return_token_ids" && m.value == "true");
+  }
+  if (!client_asked) {
+    call.request.body = edit_members(call.members, {JsonEdit{"return_token_ids", "true"}});
+    call.members = detail::scan_valid_object(call.request.body);
+  }
+  call.migration.splice->track_token_ids(!client_asked);
 }
 
 // The continuation of a stream that broke: the original request with everything sent so far
 // (text, tokens) as its prompt's end, under a request id of its own. False: it cannot be built
-// (a token-id prompt and no tokenizer); the stream then ends with an error event.
+// (a token-id prompt whose engine sent no token ids, and no tokenizer); the stream then ends
+// with an error event.
 bool prepare_continuation(Call& call) {
   MigrationState& m = call.migration;
   if (m.count == 0) {
@@ -420,12 +433,15 @@ bool prepare_continuation(Call& call) {
   SentSoFar sent;
   sent.text = splice.text();
   sent.tokens = splice.tokens();
-  if (auto tokenizer = call.g.prompts->tokenizer()) {
+  if (auto ids = splice.token_ids()) {  // the engine's own ids: exact
+    sent.tokens = ids->size();
+    sent.ids = std::move(*ids);
+  } else if (auto tokenizer = call.g.prompts->tokenizer()) {
     // The proxy's own count of the sent text stands for the engine's when its events carried
     // none, and a token-id prompt continues on the sent text's ids.
-    if (auto ids = tokenizer->encode(sent.text)) {
-      if (!splice.usage_counted()) sent.tokens = ids->size();
-      sent.ids = std::move(*ids);
+    if (auto encoded = tokenizer->encode(sent.text)) {
+      if (!splice.usage_counted()) sent.tokens = encoded->size();
+      sent.ids = std::move(*encoded);
     }
   }
   auto body = continuation_body(m.origin_members, engine_api(call), sent);

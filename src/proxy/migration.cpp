@@ -82,7 +82,8 @@ Result<std::string> extended_prompt(std::string_view raw, const SentSoFar& sent)
   if (!v) return make_error(ErrorCode::kInvalidArgument, "the prompt is not JSON");
   json::value prompt = std::move(*v);
   if (prompt.is_array() && prompt.as_array().size() == 1 && !prompt.as_array()[0].is_number()) {
-    prompt = json::value(prompt.as_array()[0]);  // a batch of one
+    json::value only = prompt.as_array()[0];  // a batch of one
+    prompt = std::move(only);
   }
   if (prompt.is_string()) {
     std::string text(prompt.as_string());
@@ -155,6 +156,12 @@ const json::object* first_choice(const json::object& chunk) {
   return choices->as_array()[0].if_object();
 }
 
+json::object* first_choice(json::object& chunk) {
+  json::value* choices = chunk.if_contains("choices");
+  if (!choices || !choices->is_array() || choices->as_array().empty()) return nullptr;
+  return choices->as_array()[0].if_object();
+}
+
 std::string_view choice_text(const json::object& choice) {
   if (const json::value* t = choice.if_contains("text"); t && t->is_string()) return t->as_string();
   const json::value* delta = choice.if_contains("delta");
@@ -182,6 +189,23 @@ std::string_view migration_cause_name(MigrationCause cause) noexcept {
   static constexpr std::array<std::string_view, kMigrationCauseCount> kNames = {
       "connection", "idle", "engine_error", "drain"};
   return kNames[static_cast<std::size_t>(cause)];
+}
+
+bool prompt_is_token_ids(std::span<const JsonMember> members) {
+  for (const JsonMember& m : members) {
+    if (m.key != "prompt") continue;
+    auto v = parse(m.value);
+    if (!v || !v->is_array()) return false;
+    const json::array& items = v->as_array();
+    if (items.size() == 1 && items[0].is_array()) return true;  // a batch of one
+    return !items.empty() && items[0].is_number();
+  }
+  return false;
+}
+
+std::optional<std::vector<std::uint32_t>> StreamSplice::token_ids() const {
+  if (!track_ids_ || ids_missing_ || over_limit_) return std::nullopt;
+  return ids_;
 }
 
 std::string migration_blocker(std::span<const JsonMember> members, Api api) {
@@ -288,16 +312,19 @@ bool StreamSplice::event(std::string_view event, std::string& out) {
       id_ = std::string(id->as_string());
     }
   }
-  if (const json::object* choice = first_choice(chunk)) {
+  bool hidden = false;
+  if (json::object* choice = first_choice(chunk)) {
     const std::string_view text = choice_text(*choice);
     if (!text.empty()) {
       ++events_;
       if (!over_limit_ && text_.size() + text.size() > max_text_bytes_) {
         over_limit_ = true;
         std::string().swap(text_);
+        std::vector<std::uint32_t>().swap(ids_);
       }
       if (!over_limit_) text_ += text;
     }
+    if (track_ids_) hidden = take_token_ids(*choice, !text.empty());
     const json::value* finish = choice->if_contains("finish_reason");
     if (finish && !finish->is_null()) finished_ = true;
   }
@@ -308,14 +335,14 @@ bool StreamSplice::event(std::string_view event, std::string& out) {
       if (auto n = integer(*c)) usage_tokens_ = tokens_before_ + static_cast<std::uint64_t>(*n);
     }
   }
-  if (continuations_ == 0) {
+  if (continuations_ == 0 && !hidden) {
     pass();
     return true;
   }
-  // A continuation's event, as part of the first stream.
-  if (role_only(chunk)) return true;
-  if (!id_.empty() && chunk.contains("id")) chunk["id"] = id_;
-  if (counts) {
+  // A continuation's event, as part of the first stream (or a first event with ids hidden).
+  if (continuations_ > 0 && role_only(chunk)) return true;
+  if (continuations_ > 0 && !id_.empty() && chunk.contains("id")) chunk["id"] = id_;
+  if (continuations_ > 0 && counts) {
     json::object whole = *counts;
     const std::int64_t continued_prompt =
         whole.contains("prompt_tokens") ? integer(whole["prompt_tokens"]).value_or(0) : 0;
@@ -335,6 +362,33 @@ bool StreamSplice::event(std::string_view event, std::string& out) {
   out += json::serialize(chunk);
   out += "\n\n";
   return true;
+}
+
+// The event's generated ids (choices[0].token_ids) appended to ids_; with `hide`, the ids
+// the client did not ask for are nulled. True when the event was changed.
+bool StreamSplice::take_token_ids(json::object& choice, bool has_text) {
+  json::value* ids = choice.if_contains("token_ids");
+  if (ids && ids->is_array()) {
+    for (const json::value& id : ids->as_array()) {
+      if (!id.is_int64() || id.as_int64() < 0 || id.as_int64() > UINT32_MAX) {
+        ids_missing_ = true;
+        break;
+      }
+      if (!over_limit_) ids_.push_back(static_cast<std::uint32_t>(id.as_int64()));
+    }
+  } else if (has_text) {
+    ids_missing_ = true;  // the engine did not send them: no exact continuation
+  }
+  if (!hide_ids_) return false;
+  bool changed = false;
+  for (const char* key : {"token_ids", "prompt_token_ids"}) {
+    json::value* v = choice.if_contains(key);
+    if (v && !v->is_null()) {
+      *v = nullptr;
+      changed = true;
+    }
+  }
+  return changed;
 }
 
 void StreamSplice::continue_elsewhere(std::uint64_t tokens_sent,

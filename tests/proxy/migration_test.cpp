@@ -229,6 +229,44 @@ TEST(StreamSplice, AnAnswerLongerThanTheBoundIsNoLongerFollowed) {
   EXPECT_EQ(fed.out, " event");
 }
 
+std::string id_chunk(const std::string& text, const std::string& ids) {
+  return "data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"text\":\"" + text +
+         "\",\"token_ids\":" + ids + ",\"prompt_token_ids\":null}]}\n\n";
+}
+
+TEST(StreamSplice, TrackedTokenIdsAreKeptAndHiddenFromAClientThatDidNotAsk) {
+  StreamSplice splice;
+  splice.track_token_ids(true);
+  auto fed = splice.feed(id_chunk("ab", "[5,6]") + id_chunk("c", "[7]"));
+  EXPECT_EQ(fed.out.find("[5,6]"), std::string::npos) << fed.out;
+  EXPECT_NE(fed.out.find("\"token_ids\":null"), std::string::npos) << fed.out;
+  ASSERT_TRUE(splice.token_ids().has_value());
+  EXPECT_EQ(*splice.token_ids(), (std::vector<std::uint32_t>{5, 6, 7}));
+  // The continuation's ids follow.
+  splice.continue_elsewhere(3, 4);
+  (void)splice.feed(id_chunk("d", "[8]"));
+  EXPECT_EQ(*splice.token_ids(), (std::vector<std::uint32_t>{5, 6, 7, 8}));
+  // An event with text and no ids: no exact continuation any more.
+  (void)splice.feed(chunk("x", "e"));
+  EXPECT_FALSE(splice.token_ids().has_value());
+}
+
+TEST(StreamSplice, TokenIdsTheClientAskedForAreRelayedAsTheyCame) {
+  StreamSplice splice;
+  splice.track_token_ids(false);
+  const std::string event = id_chunk("ab", "[5,6]");
+  EXPECT_EQ(splice.feed(event).out, event);
+  EXPECT_EQ(*splice.token_ids(), (std::vector<std::uint32_t>{5, 6}));
+}
+
+TEST(MigrationPrompt, TokenIdPromptsAreToldApart) {
+  EXPECT_TRUE(prompt_is_token_ids(members(R"({"prompt":[1,2]})")));
+  EXPECT_TRUE(prompt_is_token_ids(members(R"({"prompt":[[1,2]]})")));
+  EXPECT_FALSE(prompt_is_token_ids(members(R"({"prompt":"text"})")));
+  EXPECT_FALSE(prompt_is_token_ids(members(R"({"prompt":["text"]})")));
+  EXPECT_FALSE(prompt_is_token_ids(members(R"({"messages":[]})")));
+}
+
 TEST(StreamSplice, TheEnginesOwnCountWinsWhenItsEventsCarryUsage) {
   StreamSplice splice;
   (void)splice.feed(

@@ -12,6 +12,10 @@
 // Only requests whose continuation means the same thing migrate (migration_blocker): one
 // choice, no logprobs, no structured output, no echo, no tools.
 //
+// A token-id prompt continues on token ids, exactly: the proxy asks the engines for the ids
+// they generate (vLLM's `return_token_ids`), the splice keeps them and hides them from a client
+// that did not ask for them (wants_token_ids, StreamSplice::track_token_ids).
+//
 // Pure: no I/O. Threading: a StreamSplice belongs to one request.
 #pragma once
 
@@ -21,6 +25,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <boost/json/fwd.hpp>
 
 #include "omni/common/result.hpp"
 #include "omni/proxy/rewrite.hpp"
@@ -43,6 +49,10 @@ std::string_view migration_cause_name(MigrationCause cause) noexcept;
 // structured output, echo, suffix, tools, a batch of prompts, continue_final_message already
 // set by the client.
 std::string migration_blocker(std::span<const JsonMember> members, Api api);
+
+// Whether the engines' prompt in `members` is token ids (one prompt of ids, or a batch of one):
+// such a request continues on the generated ids, which the proxy then asks the engines for.
+bool prompt_is_token_ids(std::span<const JsonMember> members);
 
 // What was sent before the stream broke.
 struct SentSoFar {
@@ -83,6 +93,16 @@ class StreamSplice {
   // chunk is dropped, and usage reports the whole request's totals.
   void continue_elsewhere(std::uint64_t tokens_sent, std::optional<std::uint64_t> prompt_tokens);
 
+  // Keep the ids of the generated tokens (the events' choices[0].token_ids, which the proxy
+  // asked the engine for); `hide`: the client did not ask for them, so every event's
+  // token_ids and prompt_token_ids are nulled before it is relayed.
+  void track_token_ids(bool hide) {
+    track_ids_ = true;
+    hide_ids_ = hide;
+  }
+  // The generated ids, when tracked and every event carried them.
+  std::optional<std::vector<std::uint32_t>> token_ids() const;
+
   // Whether another engine may still continue the stream (its text was within the bound).
   bool can_continue() const noexcept { return !over_limit_; }
   const std::string& text() const noexcept { return text_; }
@@ -99,9 +119,14 @@ class StreamSplice {
  private:
   // Appends the event (without its blank line) as the client is to see it; false: an error event.
   bool event(std::string_view event, std::string& out);
+  bool take_token_ids(boost::json::object& choice, bool has_text);
 
   std::size_t max_text_bytes_;
   bool over_limit_ = false;
+  bool track_ids_ = false;
+  bool hide_ids_ = false;
+  bool ids_missing_ = false;  // an event with text came without its token ids
+  std::vector<std::uint32_t> ids_;
   std::string pending_;  // bytes of an event not yet complete
   std::string text_;
   std::uint64_t events_ = 0;  // events with text (from the sent count on a new leg)

@@ -135,6 +135,15 @@ for name in seq par agg; do
   [ "$(metric "$(val PROXY_$name)" 'omni_proxy:migrations_total{cause="engine_error",outcome="completed"}')" = 1 ] ||
     fail "$name: migrations_total: $(curl -s "http://$(val PROXY_$name)/metrics" | grep migrations)"
 done
+# A token-id prompt continues on the generated ids, exactly (vLLM's return_token_ids, asked by
+# the proxy and hidden from this client, which did not ask for them).
+ids="{$model,\"prompt\":[101,102,103,104,105,106,107],\"max_tokens\":16,\"ignore_eos\":true,\"stream\":true,\"stream_options\":{\"include_usage\":true}}"
+ask "$PROXY_agg" agg_ids "$ids"
+whole_stream agg_ids 16 "a token-id prompt"
+jq -e -s 'map(select(.usage != null)) | last | .usage.prompt_tokens == 7' "$work/agg_ids.events.json" \
+  >/dev/null || fail "a token-id prompt: usage.prompt_tokens is not exactly 7"
+jq -e -s 'map(.choices[]?) | all(.token_ids == null and .prompt_token_ids == null)' \
+  "$work/agg_ids.events.json" >/dev/null || fail "the engine's token ids reached a client that did not ask"
 idle P Dbad Dgood Abad Agood
 
 echo "[$SECONDS s] 2. aggregated: the decode process dies mid-stream" >&2
