@@ -9,7 +9,9 @@
 #   2. aggregated: the decode process dies after 6 tokens of a stream (--fault-crash-after-tokens,
 #      a cut connection); with continuous usage stats the engines' own counts are used;
 #   3. a request whose continuation would differ (logprobs) is not migrated: error event + [DONE];
-#   4. --migration-max-attempts 0 turns it off.
+#   4. --migration-max-attempts 0 turns it off;
+#   5. a decode drained through the admin API under a stream: past timeouts.drain_grace the
+#      stream moves to the other decode (cause "drain").
 # Nothing may leak: the engines run nothing afterwards and the proxies hold no load.
 set -euo pipefail
 proxy_bin=${1:?usage: migration_test.sh omni-proxy omni-sim}
@@ -173,7 +175,25 @@ grep -q '"error"' "$work/off.events" || fail "off: the stream was continued: $(c
 [ "$(grep -c '^{"id"' "$work/off.events")" -le 5 ] || fail "off: the stream was continued: $(cat "$work/off.events")"
 idle Abad Agood
 
-for name in seq par agg crash off; do
+echo "[$SECONDS s] 5. a drained decode's stream moves once its grace ran out" >&2
+# Real time (a token every few ms, 400 tokens: about a second and a half); the drain comes after
+# the first events, with timeouts.drain_grace 0s: the stream continues on the other decode.
+sim Dslow --disaggregation-mode decode
+proxy drain sequential P Dslow,Dgood --timeouts-drain-grace 0s
+long="{$model,\"prompt\":\"The capital of France is\",\"max_tokens\":400,\"ignore_eos\":true,\"stream\":true,\"stream_options\":{\"include_usage\":true}}"
+curl -sN -o "$work/drain.body" -m 60 -H 'Content-Type: application/json' --data-binary "$long" \
+  "http://$PROXY_drain/v1/completions" &
+drain_curl=$!
+for _ in $(seq 100); do [ -s "$work/drain.body" ] && break; sleep 0.02; done
+code=$(curl -s -o "$work/drained.json" -w '%{http_code}' -X POST "http://$PROXY_drain/admin/nodes/127.0.0.1:$PORT_Dslow/drain")
+[ "$code" = 200 ] || fail "drain: $code $(cat "$work/drained.json")"
+wait "$drain_curl" || fail "drain: the client's stream failed"
+grep '^data: ' "$work/drain.body" | sed 's/^data: //' >"$work/drain.events"
+whole_stream drain 400 "a drained decode"
+migrated drain drain "a drained decode"
+idle P Dslow Dgood
+
+for name in seq par agg crash off drain; do
   curl -s -m 2 "http://$(val PROXY_$name)/admin/nodes" |
     jq -e 'all(.nodes[]; .running == 0 and .outstanding_tokens == 0)' >/dev/null ||
     fail "proxy $name: load left on a node: $(curl -s "http://$(val PROXY_$name)/admin/nodes")"
