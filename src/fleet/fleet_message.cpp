@@ -42,17 +42,38 @@ Result<std::int64_t> integer_field(const json::object& o, std::string_view key) 
 Result<MessageKind> kind_field(const json::object& o) {
   auto name = name_field(o, "kind", false);
   if (!name) return std::move(name).error();
-  for (const MessageKind k : {MessageKind::kDelta, MessageKind::kSnapshot, MessageKind::kBye}) {
+  for (const MessageKind k :
+       {MessageKind::kDelta, MessageKind::kSnapshot, MessageKind::kBye, MessageKind::kPrefix}) {
     if (*name == message_kind_name(k)) return k;
   }
   return bad("unknown kind " + *name);
+}
+
+Result<std::vector<std::uint64_t>> blocks_field(const json::object& o) {
+  const json::value* v = o.if_contains("blocks");
+  if (!v || !v->is_array()) return bad("blocks must be a list");
+  const json::array& items = v->as_array();
+  if (items.empty()) return bad("blocks is empty");
+  if (items.size() > kMaxBlocks) return bad("too many blocks");
+  std::vector<std::uint64_t> blocks;
+  blocks.reserve(items.size());
+  for (const json::value& item : items) {
+    if (item.is_uint64()) {
+      blocks.push_back(item.as_uint64());
+    } else if (item.is_int64() && item.as_int64() >= 0) {
+      blocks.push_back(static_cast<std::uint64_t>(item.as_int64()));
+    } else {
+      return bad("a block hash must be an unsigned integer");
+    }
+  }
+  return blocks;
 }
 
 Result<std::vector<NodeLoadEntry>> loads_field(const json::object& o, MessageKind kind) {
   std::vector<NodeLoadEntry> loads;
   const json::value* v = o.if_contains("loads");
   if (!v) {
-    if (kind == MessageKind::kBye) return loads;
+    if (kind == MessageKind::kBye || kind == MessageKind::kPrefix) return loads;
     return bad("loads is missing");
   }
   if (!v->is_array()) return bad("loads must be a list");
@@ -81,7 +102,7 @@ Result<std::vector<NodeLoadEntry>> loads_field(const json::object& o, MessageKin
 }  // namespace
 
 std::string_view message_kind_name(MessageKind kind) noexcept {
-  static constexpr std::array<std::string_view, 3> kNames = {"delta", "snapshot", "bye"};
+  static constexpr std::array<std::string_view, 4> kNames = {"delta", "snapshot", "bye", "prefix"};
   return kNames[static_cast<std::size_t>(kind)];
 }
 
@@ -101,6 +122,13 @@ std::string encode(const FleetMessage& m) {
         {"node", l.node}, {"tokens", l.tokens}, {"prompt", l.prompt}, {"running", l.running}});
   }
   o["loads"] = std::move(loads);
+  if (m.kind == MessageKind::kPrefix) {
+    o["node"] = m.prefix_node;
+    json::array blocks;
+    blocks.reserve(m.blocks.size());
+    for (const std::uint64_t b : m.blocks) blocks.emplace_back(b);
+    o["blocks"] = std::move(blocks);
+  }
   return json::serialize(o);
 }
 
@@ -132,6 +160,15 @@ Result<FleetMessage> decode(std::string_view text) {
   if (!kind) return std::move(kind).error();
   auto loads = loads_field(o, *kind);
   if (!loads) return std::move(loads).error();
+  if (*kind == MessageKind::kPrefix) {
+    if (!loads->empty()) return bad("a prefix message carries no loads");
+    auto node = name_field(o, "node", false);
+    if (!node) return std::move(node).error();
+    auto blocks = blocks_field(o);
+    if (!blocks) return std::move(blocks).error();
+    m.prefix_node = std::move(*node);
+    m.blocks = std::move(*blocks);
+  }
   m.fleet = std::move(*fleet);
   m.replica = std::move(*replica);
   m.epoch = std::move(*epoch);

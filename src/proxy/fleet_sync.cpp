@@ -4,6 +4,7 @@
 #include <nats/nats.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <random>
 
@@ -17,6 +18,9 @@ namespace json = boost::json;
 // Every pending message a slow master leaves queued in the subscription, at most.
 constexpr int kPendingMessages = 65536;
 constexpr int kPendingBytes = 64 << 20;
+// The leading blocks of a placement that are shared: what a follow-up turn matches first, and a
+// message well under NATS's default 1 MB payload limit (256k tokens at block size 16).
+constexpr std::size_t kSharedBlocks = 16384;
 
 std::string hex64(std::uint64_t v) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -79,11 +83,11 @@ struct FleetSync::Nats {
   }
 };
 
-std::string fleet_config_digest(const ProxyConfig& c) {
+std::string fleet_config_digest(const ProxyConfig& c, std::string_view hash_root) {
   // FNV-1a over the settings that must agree: the same on every machine and build.
   const std::string text = c.policy + '|' + std::string(pd_mode_name(c.pd_mode)) + '|' +
                            std::to_string(c.block_size) + '|' + c.hash_algo + '|' +
-                           c.hash_seed.value_or("");
+                           std::string(hash_root);
   std::uint64_t h = 1469598103934665603ull;
   for (const char ch : text) {
     h ^= static_cast<unsigned char>(ch);
@@ -181,16 +185,30 @@ void FleetSync::on_load_change(const NodeSpec& node, std::int64_t tokens,
   publish(fleet::MessageKind::kDelta, {{node.name, tokens, prompt_tokens, running}});
 }
 
-void FleetSync::publish(fleet::MessageKind kind, std::vector<fleet::NodeLoadEntry> loads) {
-  if (!nats_ || !nats_->connection) return;
+void FleetSync::on_predicted_blocks(const NodeSpec& node, std::span<const std::uint64_t> hashes) {
   fleet::FleetMessage m;
+  m.kind = fleet::MessageKind::kPrefix;
+  m.prefix_node = node.name;
+  const std::size_t shared = std::min(hashes.size(), kSharedBlocks);
+  m.blocks.assign(hashes.begin(), hashes.begin() + static_cast<std::ptrdiff_t>(shared));
+  publish(std::move(m));
+}
+
+void FleetSync::publish(fleet::MessageKind kind, std::vector<fleet::NodeLoadEntry> loads) {
+  fleet::FleetMessage m;
+  m.kind = kind;
+  m.loads = std::move(loads);
+  publish(std::move(m));
+}
+
+void FleetSync::publish(fleet::FleetMessage m) {
+  if (!nats_ || !nats_->connection) return;
+  const fleet::MessageKind kind = m.kind;
   m.fleet = config_.name;
   m.replica = self_;
   m.epoch = epoch_;
   m.config = digest_;
   m.seq = seq_.fetch_add(1, std::memory_order_relaxed) + 1;
-  m.kind = kind;
-  m.loads = std::move(loads);
   const std::string text = fleet::encode(m);
   // While disconnected the client buffers up to its reconnect buffer, then refuses: the lost
   // deltas are corrected by the next snapshot the others receive.
@@ -248,7 +266,11 @@ void FleetSync::apply(Scheduler& scheduler, const fleet::FleetMessage& message) 
     count_dropped(fleet::verdict_name(verdict));
     if (verdict != fleet::Verdict::kConfigMismatch) return;
   }
-  if (message.kind == fleet::MessageKind::kDelta && verdict == fleet::Verdict::kApplied) {
+  if (message.kind == fleet::MessageKind::kPrefix) {
+    if (verdict == fleet::Verdict::kApplied) {
+      scheduler.apply_predicted_blocks(message.prefix_node, message.blocks);
+    }
+  } else if (message.kind == fleet::MessageKind::kDelta && verdict == fleet::Verdict::kApplied) {
     std::vector<std::string> touched;
     touched.reserve(message.loads.size());
     for (const fleet::NodeLoadEntry& l : message.loads) touched.push_back(l.node);

@@ -2,11 +2,13 @@
 // they dispatch over NATS core subjects, so every replica places on the fleet-wide load.
 //
 //   Scheduler (master) ──LoadObserver::on_load_change──▶ a delta on <fleet>.load ──NATS──┐
+//                      ──LoadObserver::on_predicted_blocks──▶ a prefix message ───────────┤
 //   ticker thread, every snapshot_period ──post──▶ master: own snapshot published, silent  │
 //                                                  replicas expired                        │
 //   NATS subscription thread ◀────────────────────────────────────────────────────────────┘
 //     decode (fleet_message.hpp; malformed: counted, dropped) ──post──▶ master: FleetView
-//     applies it, and the Scheduler is told each engine's fleet load (report_fleet_load)
+//     applies it, and the Scheduler is told each engine's fleet load (report_fleet_load) or
+//     the blocks another replica placed (apply_predicted_blocks)
 //
 // NATS unreachable: the replica routes on its own counts (and the engines' reported load),
 // reconnects forever in the background, says so in omni_proxy:fleet_connected and /ready's
@@ -59,6 +61,7 @@ class FleetSync final : public LoadObserver {
 
   void on_load_change(const NodeSpec& node, std::int64_t tokens, std::int64_t prompt_tokens,
                       std::int32_t running) override;
+  void on_predicted_blocks(const NodeSpec& node, std::span<const std::uint64_t> hashes) override;
 
   bool connected() const noexcept { return connected_.load(std::memory_order_relaxed); }
   std::size_t live_replicas() const noexcept { return live_.load(std::memory_order_relaxed); }
@@ -73,6 +76,7 @@ class FleetSync final : public LoadObserver {
 
  private:
   struct Nats;
+  void publish(fleet::FleetMessage message);
   void publish(fleet::MessageKind kind, std::vector<fleet::NodeLoadEntry> loads);
   void count_dropped(std::string_view reason);
   void count_message(std::string_view direction, fleet::MessageKind kind);
@@ -108,8 +112,10 @@ class FleetSync final : public LoadObserver {
   std::thread ticker_;
 };
 
-// A digest of the settings replicas must share to mix their loads: the policy, the PD mode,
-// the block size and the hash seed and algorithm (stable across machines and builds).
-std::string fleet_config_digest(const ProxyConfig& config);
+// A digest of the settings replicas must share to mix their loads and prefixes: the policy,
+// the PD mode, the block size, the hash algorithm and the effective root of the block-hash
+// chain (`hash_root`, hex: from hash_seed, $PYTHONHASHSEED, or random — two replicas with
+// random roots never agree). Stable across machines and builds.
+std::string fleet_config_digest(const ProxyConfig& config, std::string_view hash_root);
 
 }  // namespace omni::proxy

@@ -331,8 +331,9 @@ Result<std::unique_ptr<Gateway::Impl>> make_gateway_impl(ProxyConfig config, con
   options.observer = &impl->prefix_lookups;
   if (impl->config.fleet.nats_url) {
     impl->fleet = std::make_unique<FleetSync>(
-        impl->config.fleet, fleet_config_digest(impl->config), impl->config.listen.port,
-        impl->clock, FleetMetrics{impl->metrics.fleet_messages, impl->metrics.fleet_dropped});
+        impl->config.fleet, fleet_config_digest(impl->config, impl->prompts->root().hex()),
+        impl->config.listen.port, impl->clock,
+        FleetMetrics{impl->metrics.fleet_messages, impl->metrics.fleet_dropped});
     options.load_observer = impl->fleet.get();
   }
   impl->dispatcher = std::make_unique<Dispatcher>(

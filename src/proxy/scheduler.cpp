@@ -333,6 +333,9 @@ void Scheduler::after_placement(Node& node, const Ticket& ticket, TimePoint now)
   if (new_blocks && node.status.spec.kv_events && !node.owed_events_since)
     node.owed_events_since = now;
   index_->insert_predicted(node.status.id, ticket.block_hashes, t);
+  if (options_.load_observer) {
+    options_.load_observer->on_predicted_blocks(node.status.spec, ticket.block_hashes);
+  }
 }
 
 bool Scheduler::stale(const Node& node, TimePoint now) const {
@@ -460,6 +463,13 @@ void Scheduler::count_kv_events_dropped(std::string_view name, std::uint64_t bat
 
 void Scheduler::report_fleet_load(std::string_view node, FleetLoad load) {
   for_named(node, [&](Node& n) { n.status.fleet = load; });
+}
+
+void Scheduler::apply_predicted_blocks(std::string_view node,
+                                       std::span<const std::uint64_t> hashes) {
+  if (!index_ || hashes.empty()) return;
+  const double t = index_time(clock_.now());
+  for_named(node, [&](Node& n) { index_->insert_predicted(n.status.id, hashes, t); });
 }
 
 void Scheduler::load_changed(const Node& node, std::int64_t tokens, std::int64_t prompt_tokens,

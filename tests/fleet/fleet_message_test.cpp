@@ -20,11 +20,17 @@ FleetMessage sample(MessageKind kind = MessageKind::kDelta) {
   m.loads = {{"10.0.0.3:8000", 4096, 3000, 1}, {"10.0.0.4:8000", -512, -500, -1}};
   if (kind == MessageKind::kSnapshot) m.loads = {{"10.0.0.3:8000", 4096, 3000, 1}};
   if (kind == MessageKind::kBye) m.loads.clear();
+  if (kind == MessageKind::kPrefix) {
+    m.loads.clear();
+    m.prefix_node = "10.0.0.1:8000";
+    m.blocks = {0, 1, 18446744073709551615ull, 42};
+  }
   return m;
 }
 
 TEST(FleetMessage, EveryKindRoundTrips) {
-  for (const MessageKind kind : {MessageKind::kDelta, MessageKind::kSnapshot, MessageKind::kBye}) {
+  for (const MessageKind kind :
+       {MessageKind::kDelta, MessageKind::kSnapshot, MessageKind::kBye, MessageKind::kPrefix}) {
     const FleetMessage m = sample(kind);
     auto back = decode(encode(m));
     ASSERT_TRUE(back.ok()) << back.error().message;
@@ -71,6 +77,14 @@ TEST(FleetMessage, MalformedMessagesAreRefusedWithTheReason) {
                 .find("control byte"),
             std::string::npos);
   EXPECT_NE(refusal(std::string(kMaxMessageBytes + 1, ' ')).find("too large"), std::string::npos);
+  EXPECT_NE(refusal(head + R"("kind":"prefix","node":"a"})").find("blocks must be a list"),
+            std::string::npos);
+  EXPECT_NE(refusal(head + R"("kind":"prefix","node":"a","blocks":[]})").find("blocks is empty"),
+            std::string::npos);
+  EXPECT_NE(refusal(head + R"("kind":"prefix","node":"a","blocks":[-1]})").find("unsigned"),
+            std::string::npos);
+  EXPECT_NE(refusal(head + R"("kind":"prefix","blocks":[1]})").find("node must be a string"),
+            std::string::npos);
   EXPECT_NE(refusal(R"({"v":1,"a":[[[[[[[[[[1]]]]]]]]]]})").find("not JSON"), std::string::npos);
 }
 

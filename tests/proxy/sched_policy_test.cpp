@@ -113,6 +113,35 @@ TEST(ProxyPolicyRegistry, EverySchedPolicyAndLeastOutstandingByName) {
 
 // The first placement's prediction keeps one prompt family on its node even when that node is
 // busier; past the prediction's TTL, the engine's own events decide.
+// The fleet sync's prefix seam: a placement's predicted blocks are told to the LoadObserver
+// (which publishes them), and blocks another replica placed attract this core's next request
+// with that prefix as its own placements do.
+class PredictedBlocksRecorder final : public LoadObserver {
+ public:
+  void on_load_change(const NodeSpec&, std::int64_t, std::int64_t, std::int32_t) override {}
+  void on_predicted_blocks(const NodeSpec& node, std::span<const std::uint64_t> hashes) override {
+    told.emplace_back(node.name, std::vector<std::uint64_t>(hashes.begin(), hashes.end()));
+  }
+  std::vector<std::pair<std::string, std::vector<std::uint64_t>>> told;
+};
+
+TEST_F(SchedPolicyTest, APlacementsBlocksAreToldAndAnotherReplicasBlocksAttract) {
+  PredictedBlocksRecorder recorder;
+  SchedulerOptions options;
+  options.load_observer = &recorder;
+  make("sglang-cache-aware", options);
+  const std::string first = prefill_and_finish(100);
+  ASSERT_EQ(recorder.told.size(), 1u);
+  EXPECT_EQ(recorder.told[0].first, first);
+  EXPECT_EQ(recorder.told[0].second, hashes(100, 10));
+  // Another replica placed the prefix starting at 500 on the other prefill node.
+  const std::string other = first == "p0" ? "p1" : "p0";
+  scheduler->apply_predicted_blocks(other, hashes(500, 10));
+  EXPECT_EQ(place(ticket(Role::kPrefill, 160, hashes(500, 10))), other);
+  scheduler->release(last, Outcome::kSuccess);
+  EXPECT_EQ(place(ticket(Role::kPrefill, 160, hashes(100, 10))), first) << "its own still holds";
+}
+
 TEST_F(SchedPolicyTest, RepeatedPromptFollowsItsPrefixUnderCacheAwarePolicies) {
   for (const char* policy : {"omni", "sglang-cache-aware", "dynamo", "omni-anchor", "llm-d"}) {
     SCOPED_TRACE(policy);

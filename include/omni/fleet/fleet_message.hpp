@@ -8,7 +8,8 @@
 // `epoch` is random per process start (a restarted replica starts a new sequence); `config` is
 // a digest of the settings that must agree across replicas (policy, PD mode, block size, hash
 // seed and algorithm); `seq` increases by one per message of a replica. In a delta, `tokens`
-// and `running` are signed changes; in a snapshot they are the replica's absolute counts.
+// and `running` are signed changes; in a snapshot they are the replica's absolute counts. A
+// prefix message carries {"node": ..., "blocks": [hash, ...]} instead of loads.
 //
 // The decoder trusts nothing: a message that is not exactly this shape, or exceeds the limits
 // below, is an error (counted and dropped by the caller). Pure: no I/O.
@@ -23,7 +24,9 @@
 
 namespace omni::fleet {
 
-enum class MessageKind : std::uint8_t { kDelta, kSnapshot, kBye };
+// kPrefix: a placement's KV block hashes, predicted on `prefix_node` (the engine will hold them
+// once it has prefilled them), so that a follow-up turn reaching another replica finds them.
+enum class MessageKind : std::uint8_t { kDelta, kSnapshot, kBye, kPrefix };
 std::string_view message_kind_name(MessageKind kind) noexcept;
 
 struct NodeLoadEntry {
@@ -41,13 +44,16 @@ struct FleetMessage {
   std::string config;
   std::uint64_t seq = 0;
   MessageKind kind = MessageKind::kDelta;
-  std::vector<NodeLoadEntry> loads;
+  std::vector<NodeLoadEntry> loads;   // delta, snapshot
+  std::string prefix_node;            // prefix
+  std::vector<std::uint64_t> blocks;  // prefix: block hashes in KV-event form, prompt order
   friend bool operator==(const FleetMessage&, const FleetMessage&) = default;
 };
 
 // Limits on what a message may hold.
 inline constexpr std::size_t kMaxMessageBytes = 1 << 20;
 inline constexpr std::size_t kMaxLoads = 8192;
+inline constexpr std::size_t kMaxBlocks = 65536;  // a 1M-token prompt at block size 16
 inline constexpr std::size_t kMaxNameBytes = 256;
 inline constexpr std::int64_t kMaxMagnitude = std::int64_t{1} << 48;
 

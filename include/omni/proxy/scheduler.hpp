@@ -84,6 +84,10 @@ class LoadObserver {
   virtual ~LoadObserver() = default;
   virtual void on_load_change(const NodeSpec& node, std::int64_t tokens, std::int64_t prompt_tokens,
                               std::int32_t running) = 0;
+  // A placement's blocks were inserted in the prefix index as predicted on `node` (they will
+  // be there once the engine has prefilled them): the other replicas may predict them too.
+  virtual void on_predicted_blocks(const NodeSpec& /*node*/,
+                                   std::span<const std::uint64_t> /*hashes*/) {}
 };
 
 // What the Scheduler reports about its prefix index, as it happens (the live layer turns
@@ -262,6 +266,9 @@ class Scheduler {
   void count_kv_events_dropped(std::string_view node, std::uint64_t batches);
   // The other replicas' load on the node named `node` (fleet sync), replacing the last report.
   void report_fleet_load(std::string_view node, FleetLoad load);
+  // Another replica placed these blocks on `node` (fleet sync): predicted there, as this core's
+  // own placements are, until the engine's events confirm them or the TTL ends.
+  void apply_predicted_blocks(std::string_view node, std::span<const std::uint64_t> hashes);
   // The engine's own load report (scraped from its /metrics).
   void report_engine_load(std::string_view node, EngineLoad load);
   void report_engine_load(std::uint32_t node, EngineLoad load);

@@ -6,6 +6,7 @@
 #   2. a long stream through replica A runs on one engine; replica B sees it as fleet load on
 #      that engine (/admin/nodes, omni_proxy:node_fleet_running) and sends its own request to
 #      the other engine — alone it would have picked the busy one (the lowest id on a tie);
+#   2b. a placement's KV blocks through A reach B's prefix index (predicted there);
 #   3. A is killed (-9): its load is forgotten within the lease, and B no longer lists it;
 #   4. nats-server is killed: B says so (/ready body, omni_proxy:fleet_connected 0) and still
 #      serves on its own counts; nats-server back on its port: B reconnects.
@@ -39,7 +40,7 @@ start_nats
 start_engine e1 --token-delay 50ms
 start_engine e2 --token-delay 50ms
 fleet=(--fleet-nats-url "nats://127.0.0.1:$nats_port" --fleet-name test --fleet-lease 1s
-       --fleet-snapshot-period 100ms)
+       --fleet-snapshot-period 100ms --hash-seed 0)
 pool=(--pd-mode aggregated --decode-endpoints "127.0.0.1:$PORT_e1,127.0.0.1:$PORT_e2"
       --limits-node-max-running 1 --health-interval 0s)
 start_proxy A "${pool[@]}" "${fleet[@]}" --fleet-replica-id A
@@ -75,6 +76,17 @@ on=127.0.0.1:$PORT_e2
 jq -e -s 'any(.x_request_id // "" | startswith("through-b"))' "$work/e1.jsonl" >/dev/null 2>&1 &&
   on=127.0.0.1:$PORT_e1
 [ "$on" = "$free" ] || fail "B sent its request to $on, the engine A keeps busy"
+
+echo "[$SECONDS s] 2b. a placement's blocks reach the other replica's prefix index" >&2
+# 64 token ids: 4 blocks of 16, hashed by both replicas alike (the same --hash-seed).
+ids=$(seq -s, 1000 1063)
+entries() { gauge "$B" omni_proxy:prefix_index_entries; }
+before=$(entries)
+code=$(curl -s -o /dev/null -w '%{http_code}' -m 10 -H 'Content-Type: application/json' \
+  --data "{\"prompt\":[$ids],\"max_tokens\":2}" "http://$A/v1/completions")
+[ "$code" = 200 ] || fail "A: $code"
+grown() { [ "$(entries)" -ge $((before + 4)) ]; }
+until_true "B's prefix index did not learn A's blocks: $before -> $(entries)" grown
 
 echo "[$SECONDS s] 3. A dies: its load expires within the lease" >&2
 kill -9 "$PID_A"
