@@ -7,6 +7,8 @@
 #      that engine (/admin/nodes, omni_proxy:node_fleet_running) and sends its own request to
 #      the other engine — alone it would have picked the busy one (the lowest id on a tie);
 #   2b. a placement's KV blocks through A reach B's prefix index (predicted there);
+#   2c. B alone is partitioned from NATS (its TCP relay frozen): A forgets B within the lease,
+#       B says it is cut off and still serves; healed, they list each other again;
 #   3. A is killed (-9): its load is forgotten within the lease, and B no longer lists it;
 #   4. nats-server is killed: B says so (/ready body, omni_proxy:fleet_connected 0) and still
 #      serves on its own counts; nats-server back on its port: B reconnects.
@@ -45,7 +47,39 @@ pool=(--pd-mode aggregated --decode-endpoints "127.0.0.1:$PORT_e1,127.0.0.1:$POR
       --limits-node-max-running 1 --health-interval 0s)
 start_proxy A "${pool[@]}" "${fleet[@]}" --fleet-replica-id A
 A=$PROXY
-start_proxy B "${pool[@]}" "${fleet[@]}" --fleet-replica-id B
+# B reaches NATS through a TCP relay that the test can freeze: a network partition of B alone.
+relay_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 - "$relay_port" "$nats_port" >"$work/relay.log" 2>&1 <<'PY' &
+import asyncio, sys
+listen, target = int(sys.argv[1]), int(sys.argv[2])
+async def pipe(reader, writer):
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        writer.close()
+async def serve(reader, writer):
+    try:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", target)
+    except OSError:
+        writer.close()
+        return
+    await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+async def main():
+    server = await asyncio.start_server(serve, "127.0.0.1", listen)
+    async with server:
+        await server.serve_forever()
+asyncio.run(main())
+PY
+PID_relay=$!
+pids+=("$PID_relay")
+for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$relay_port") 2>/dev/null && break; sleep 0.05; done
+fleet_b=("${fleet[@]}")
+fleet_b[1]="nats://127.0.0.1:$relay_port"
+start_proxy B "${pool[@]}" "${fleet_b[@]}" --fleet-replica-id B
 B=$PROXY
 
 echo "[$SECONDS s] 1. the replicas find each other" >&2
@@ -87,6 +121,21 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -m 10 -H 'Content-Type: applicatio
 [ "$code" = 200 ] || fail "A: $code"
 grown() { [ "$(entries)" -ge $((before + 4)) ]; }
 until_true "B's prefix index did not learn A's blocks: $before -> $(entries)" grown
+
+echo "[$SECONDS s] 2c. B alone is cut off from NATS (a partition), then heals" >&2
+kill -STOP "$PID_relay"
+start=$SECONDS
+forgot_b() { admin "$A" /admin/replicas | jq -e 'all(.replicas[]; .replica != "B")'; }
+until_true "A still lists B, cut off: $(admin "$A" /admin/replicas)" forgot_b
+b_cut() { admin "$B" /ready | jq -e '.fleet.connected == false'; }
+until_true "B does not say it is cut off: $(admin "$B" /ready)" b_cut
+echo "  A forgot B after $((SECONDS - start)) s; B noticed the partition" >&2
+code=$(curl -s -o /dev/null -w '%{http_code}' -m 10 -H 'Content-Type: application/json' \
+  --data '{"prompt":"w","max_tokens":2}' "http://$B/v1/completions")
+[ "$code" = 200 ] || fail "B stopped serving while partitioned: $code"
+kill -CONT "$PID_relay"
+until_true "A does not list B after the partition healed: $(admin "$A" /admin/replicas)" lists "$A" B
+until_true "B does not list A after the partition healed: $(admin "$B" /admin/replicas)" lists "$B" A
 
 echo "[$SECONDS s] 3. A dies: its load expires within the lease" >&2
 kill -9 "$PID_A"
