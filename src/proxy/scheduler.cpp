@@ -376,9 +376,6 @@ void Scheduler::settle_prefills(TimePoint now) {
 
 void Scheduler::end_prefill(Node& node, const Lease& lease, Outcome outcome, TimePoint now) {
   NodeStatus& s = node.status;
-  const std::uint64_t prompt = std::min(s.outstanding_prompt_tokens, lease.prompt_tokens);
-  s.outstanding_prompt_tokens -= prompt;
-  load_changed(node, 0, -static_cast<std::int64_t>(prompt), 0);
   if (!options_.aggregated) {
     unqueue_prefill(s, lease.uncached_tokens);
   } else {
@@ -522,7 +519,12 @@ void Scheduler::release(const Lease& lease, Outcome outcome) {
   const std::uint32_t running = std::min<std::uint32_t>(load.running, 1);
   load.outstanding_tokens -= tokens;
   load.running -= running;
-  load_changed(*node, -static_cast<std::int64_t>(tokens), 0, -static_cast<std::int32_t>(running));
+  NodeStatus& s = node->status;
+  const std::uint64_t prompt = std::min(s.outstanding_prompt_tokens, lease.prompt_tokens);
+  s.outstanding_prompt_tokens -= prompt;
+  // One change for the whole release: the fleet sync publishes one delta per change.
+  load_changed(*node, -static_cast<std::int64_t>(tokens), -static_cast<std::int64_t>(prompt),
+               -static_cast<std::int32_t>(running));
   end_prefill(*node, lease, outcome, clock_.now());
   if (outcome == Outcome::kFailure) {
     record_failure(*node, clock_.now());
