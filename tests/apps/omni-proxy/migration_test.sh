@@ -21,23 +21,8 @@ sim_bin=${2:?missing omni-sim}
 model='"model":"deepseek-ai/DeepSeek-V3"'
 val() { local name=$1; echo "${!name}"; }
 
-# sim NAME [flags...]: one omni-sim in model time (--speed 1: one token per event) on a free
-# port; sets PORT_<NAME>, PID_<NAME>, BOOT_<NAME> (its SGLang bootstrap port in prefill mode).
-sim() {
-  local name=$1; shift
-  "$sim_bin" --host 127.0.0.1 --port 0 --model deepseek-ai/DeepSeek-V3 --hardware h800 \
-    --tensor-parallel-size 8 --max-model-len 8192 --num-gpu-blocks-override 4096 \
-    --kv-transfer-config "$nixl" --disaggregation-bootstrap-port 0 --speed 1 "$@" \
-    >"$work/$name.log" 2>&1 &
-  pids+=($!)
-  eval "PID_$name=$!"
-  for _ in $(seq 200); do grep -q "omni-sim listening on" "$work/$name.log" && break; sleep 0.05; done
-  local port boot
-  port=$(sed -n 's/.*omni-sim listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$work/$name.log" | head -1)
-  [ -n "$port" ] || fail "omni-sim $name did not start"
-  boot=$(sed -n 's/.*omni-sim bootstrap listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$work/$name.log" | head -1)
-  eval "PORT_$name=$port BOOT_$name=${boot:-0}"
-}
+# Engines in model time (--speed 1): one token per event.
+SIM_SPEED=1
 
 # proxy NAME MODE PREFILL DECODES [flags...]: DECODES is a comma-separated list of sim names,
 # the first one listed first (the policies prefer it when both are idle).

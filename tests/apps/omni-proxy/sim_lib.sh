@@ -28,3 +28,22 @@ start_sim() {
   pids+=($!)
   wait_port "$port"
 }
+
+# sim NAME [flags...]: one omni-sim (DeepSeek-V3 on 8 x H800, a small KV cache, NixlConnector,
+# $SIM_SPEED (default 100) x model time unless a flag says otherwise) on a free port. Sets
+# PORT_<NAME>, PID_<NAME> and, in SGLang prefill mode, BOOT_<NAME> (its bootstrap port).
+sim() {
+  local name=$1; shift
+  "$sim_bin" --host 127.0.0.1 --port 0 --model deepseek-ai/DeepSeek-V3 --hardware h800 \
+    --tensor-parallel-size 8 --max-model-len 8192 --num-gpu-blocks-override 4096 \
+    --kv-transfer-config "$nixl" --disaggregation-bootstrap-port 0 --bootstrap-timeout 5s \
+    --speed "${SIM_SPEED:-100}" "$@" >"$work/$name.log" 2>&1 &
+  pids+=($!)
+  eval "PID_$name=$!"
+  for _ in $(seq 200); do grep -q "omni-sim listening on" "$work/$name.log" && break; sleep 0.05; done
+  local port boot
+  port=$(sed -n 's/.*omni-sim listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$work/$name.log" | head -1)
+  [ -n "$port" ] || fail "omni-sim $name did not start"
+  boot=$(sed -n 's/.*omni-sim bootstrap listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$work/$name.log" | head -1)
+  eval "PORT_$name=$port BOOT_$name=${boot:-0}"
+}
