@@ -1,9 +1,9 @@
 // omni-proxy: the PD-disaggregation gateway. A thin shell: flags and config, logging,
 // signals (SIGINT/SIGTERM stop gracefully, SIGHUP reloads the pools), the Gateway does the rest.
+#include <malloc.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <malloc.h>
 
 #include <csignal>
 #include <future>
@@ -41,8 +41,7 @@ int serve(Gateway& gateway, int argc, char** argv) {
       log::get("proxy")->error("reload failed: {}", cfg.error().message);
       return std::move(cfg).error();
     }
-    gateway.reload(*cfg);
-    return {};
+    return gateway.reload(*cfg);
   };
   // /admin/reload runs on an I/O thread; the reload itself happens on the control thread, so
   // it is serialised with SIGHUP's. The promise is shared: a reload that outlives the wait
@@ -84,19 +83,32 @@ int run(const ProxyConfig& cfg, int argc, char** argv) {
     std::cerr << "omni-proxy: " << s.error().message << "\n";
     return 2;
   }
+  for (const std::string& flag : secret_flags_given(argc, argv)) {
+    log::get("proxy")->warn(
+        "{} carries a secret on the command line, where every local user sees it (ps, "
+        "/proc/PID/cmdline): use {}-file or the environment instead",
+        flag, flag);
+  }
   auto gateway = Gateway::create(cfg);
   if (!gateway) {
     std::cerr << "omni-proxy: " << gateway.error().message << "\n";
     return 2;
   }
   if (Status s = (*gateway)->start(); !s) {
-    std::cerr << "omni-proxy: cannot listen on " << cfg.listen.host << ":" << cfg.listen.port << ": "
-              << s.error().message << "\n";
+    std::cerr << "omni-proxy: cannot listen on " << cfg.listen.host << ":" << cfg.listen.port
+              << ": " << s.error().message << "\n";
     return 1;
   }
   std::cout << "omni-proxy: listening on http://" << cfg.listen.host << ":" << (*gateway)->port()
             << " (pd_mode " << pd_mode_name(cfg.pd_mode) << ", " << cfg.workers << " worker"
             << (cfg.workers == 1 ? "" : "s") << ")" << std::endl;
+  if (auto admin = (*gateway)->admin_port()) {
+    const auto at = listen_endpoint(*cfg.admin_listen);
+    const std::string host = at ? at->host : "?";
+    const bool v6 = host.find(':') != std::string::npos;
+    std::cout << "omni-proxy: admin, metrics and probes on http://" << (v6 ? "[" : "") << host
+              << (v6 ? "]:" : ":") << *admin << std::endl;
+  }
   return serve(**gateway, argc, argv);
 }
 

@@ -2,6 +2,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
+#include <boost/asio/ip/address.hpp>
 
 namespace omni::proxy {
 namespace {
@@ -23,7 +24,56 @@ bool starts_with(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
 }
 
+// The routes an operator runs the proxy with, as opposed to the ones clients use.
+bool is_admin_route(std::string_view path) {
+  return starts_with(path, "/admin/") || path == "/admin";
+}
+bool is_operator_route(std::string_view path) { return is_admin_route(path) || path == "/metrics"; }
+
+bool token_accepted(const Credentials& credentials, const http::Request& head) {
+  const auto token = bearer_token(head.headers);
+  return token && credentials.accepts(*token);
+}
+
+// An operator route on the traffic listener: the admin token if one is configured (it is
+// required for /admin/*), else only a local client.
+std::optional<http::Response> screen_operator_route(const AccessRules& rules,
+                                                    const http::Request& head) {
+  const std::string_view path = head.path();
+  if (!rules.admin.empty()) {
+    if (token_accepted(rules.admin, head)) return std::nullopt;
+    if (!is_admin_route(path) && is_local_client(head)) return std::nullopt;
+    return refusal(401, "admin token required", "AuthenticationError");
+  }
+  if (is_local_client(head)) return std::nullopt;
+  return refusal(403,
+                 "admin routes and /metrics answer only local clients on this port: use the "
+                 "admin listener (--admin-listen) or configure an admin token",
+                 "PermissionDeniedError");
+}
+
 }  // namespace
+
+bool is_local_client(const http::Request& head) {
+  for (const std::string_view relayed : {"Forwarded", "X-Forwarded-For", "X-Real-IP"}) {
+    if (head.headers.get(relayed)) return false;
+  }
+  std::string_view host = head.remote;
+  if (const auto colon = host.rfind(':'); colon != std::string_view::npos) {
+    host = host.substr(0, colon);
+  }
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  boost::system::error_code ec;
+  const auto address = boost::asio::ip::make_address(std::string(host), ec);
+  if (ec) return false;
+  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+    return boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, address.to_v6())
+        .is_loopback();
+  }
+  return address.is_loopback();
+}
 
 Credentials::Credentials(const std::vector<std::string>& secrets) {
   digests_.reserve(secrets.size());
@@ -59,7 +109,7 @@ bool valid_request_id(std::string_view id) noexcept {
 }
 
 std::optional<http::Response> screen_request_head(const AccessRules& rules,
-                                                  const http::Request& head) {
+                                                  const http::Request& head, Listener listener) {
   std::size_t authorizations = 0;
   for (const auto& [name, value] : head.headers) {
     if (http::iequals(name, "Authorization")) ++authorizations;
@@ -72,18 +122,19 @@ std::optional<http::Response> screen_request_head(const AccessRules& rules,
                    "X-Request-Id");
   }
   const std::string_view path = head.path();
-  const Credentials* guard = nullptr;
-  if (starts_with(path, "/v1/")) {
-    guard = &rules.api_keys;
-  } else if (starts_with(path, "/admin/") || path == "/admin") {
-    guard = &rules.admin;
-  }
-  if (guard == nullptr || guard->empty()) return std::nullopt;
-  const auto token = bearer_token(head.headers);
-  if (token && guard->accepts(*token)) return std::nullopt;
-  if (guard == &rules.admin) {
+  if (listener == Listener::kAdmin) {
+    if (!is_admin_route(path) || rules.admin.empty() || token_accepted(rules.admin, head)) {
+      return std::nullopt;
+    }
     return refusal(401, "admin token required", "AuthenticationError");
   }
+  if (is_operator_route(path)) {
+    // Served by the admin listener only: the router answers 404 here.
+    if (rules.admin_listener) return std::nullopt;
+    return screen_operator_route(rules, head);
+  }
+  if (!starts_with(path, "/v1/") || rules.api_keys.empty()) return std::nullopt;
+  if (token_accepted(rules.api_keys, head)) return std::nullopt;
   return refusal(401, "Unauthorized: a valid API key is required", "AuthenticationError");
 }
 

@@ -3,9 +3,21 @@
 // answered 401 without ever getting to send one (an unauthenticated client cannot make the
 // proxy buffer megabytes before it learns the answer).
 //
-//   /v1/*      a Bearer key from api_keys, when any is configured
-//   /admin/*   the admin token, when one is configured
-//   any route  at most one Authorization field; an X-Request-Id of 1-256 visible ASCII bytes
+// On the traffic listener:
+//   /v1/*                a Bearer key from api_keys, when any is configured
+//   /admin/*             the admin token when one is configured; without one, local clients only
+//   /metrics             local clients, or the admin token
+//   /health, /ready      open (probes)
+//   (with a separate admin listener, /admin/* and /metrics are not served here at all: 404)
+// On the admin listener (--admin-listen, loopback by default):
+//   /admin/*             the admin token, when one is configured
+//   /metrics, /health, /ready   open: whoever reaches the listener may scrape it
+// Any route: at most one Authorization field; an X-Request-Id of 1-256 visible ASCII bytes.
+//
+// "Local" is a peer on a loopback address whose request was not relayed: a request carrying
+// Forwarded, X-Forwarded-For or X-Real-IP came through another proxy (a local nginx in front
+// would otherwise make every remote client look local). Refused admin requests get 401 (a token
+// is configured: present it) or 403 (none is: use the admin listener or configure one).
 //
 // Keys are compared in constant time: each configured key is kept as its SHA-256, and a
 // token's digest is compared with every one of them with CRYPTO_memcmp, without stopping at
@@ -36,9 +48,16 @@ class Credentials {
 };
 
 struct AccessRules {
-  Credentials api_keys;  // empty: /v1/* is open
-  Credentials admin;     // empty: /admin/* is open
+  Credentials api_keys;         // empty: /v1/* is open
+  Credentials admin;            // empty: /admin/* only for local clients on the traffic port
+  bool admin_listener = false;  // /admin/* and /metrics have their own listener
 };
+
+// Which listener a request arrived on.
+enum class Listener { kTraffic, kAdmin };
+
+// Whether the request comes straight from this host (see the top of this file).
+bool is_local_client(const http::Request& head);
 
 // The token of "Authorization: Bearer <token>" (scheme case-insensitive), if any.
 std::optional<std::string_view> bearer_token(const http::Headers& headers);
@@ -49,6 +68,7 @@ bool valid_request_id(std::string_view id) noexcept;
 
 // The answer to a head that may not proceed, or nullopt to go on reading the request.
 std::optional<http::Response> screen_request_head(const AccessRules& rules,
-                                                  const http::Request& head);
+                                                  const http::Request& head,
+                                                  Listener listener = Listener::kTraffic);
 
 }  // namespace omni::proxy

@@ -266,8 +266,38 @@ void describe(config::Schema<ProxyConfig>& s) {
       .range(0, 8);
   s.section("health", &C::health, describe_health);
   s.section("fleet", &C::fleet, describe_fleet);
-  s.field("api_keys", &C::api_keys, "Accepted client keys (Authorization: Bearer); none: open");
-  s.field("admin_token", &C::admin_token, "Bearer token required by /admin/*").non_empty();
+  s.field("api_keys", &C::api_keys,
+          "Accepted client keys (Authorization: Bearer); none: open. Prefer api_keys_file or "
+          "$OMNI_API_KEYS: flags show in ps")
+      .secret();
+  s.field("api_keys_file", &C::api_keys_file,
+          "File of accepted client keys, one per line ('#' comments); re-read on reload")
+      .non_empty();
+  s.field("admin_token", &C::admin_token,
+          "Bearer token required by /admin/* (and by /metrics off-host on the traffic port); "
+          "none: local clients only. Prefer admin_token_file or $OMNI_ADMIN_TOKEN")
+      .non_empty()
+      .secret();
+  s.field("admin_token_file", &C::admin_token_file,
+          "File holding the admin token; re-read on reload")
+      .non_empty();
+  s.field("engine_api_key", &C::engine_api_key,
+          "Key sent to the engines as Authorization: Bearer (vLLM's --api-key). Prefer "
+          "engine_api_key_file or $OMNI_ENGINE_API_KEY")
+      .non_empty()
+      .secret();
+  s.field("engine_api_key_file", &C::engine_api_key_file,
+          "File holding the engines' key; re-read on reload")
+      .non_empty();
+  s.field("admin_listen", &C::admin_listen,
+          "host:port of a separate listener for /admin/*, /metrics and the probes (e.g. "
+          "127.0.0.1:9090); none: they share the traffic port, local clients or the admin token "
+          "only")
+      .each([](const std::string& text) -> Status {
+        auto at = listen_endpoint(text);
+        if (!at) return std::move(at).error();
+        return {};
+      });
   s.field("client_pd_fields", &C::client_pd_fields,
           "Client-supplied kv_transfer_params, bootstrap_* and engine request ids: strip them, or "
           "refuse the request with 400 (the proxy owns the PD protocol)")
@@ -352,6 +382,29 @@ std::vector<NodeEntry> node_entries(const ProxyConfig& c) {
         node.kv_events_replay_endpoint);
   }
   return entries;
+}
+
+std::vector<std::string> secret_flags_given(int argc, const char* const* argv) {
+  constexpr std::string_view kFlags[] = {"--api-keys", "--admin-token", "--engine-api-key"};
+  std::vector<std::string> given;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    for (const std::string_view flag : kFlags) {
+      const bool match = arg == flag || (arg.substr(0, flag.size()) == flag &&
+                                         arg.size() > flag.size() && arg[flag.size()] == '=');
+      if (match) given.emplace_back(flag);
+    }
+  }
+  return given;
+}
+
+Result<ListenConfig> listen_endpoint(std::string_view text) {
+  // Endpoint::parse wants a port to connect to (1..65535); a listener may take port 0.
+  const bool ephemeral = text.size() > 2 && text.substr(text.size() - 2) == ":0";
+  auto at = ephemeral ? http::Endpoint::parse(std::string(text.substr(0, text.size() - 2)) + ":1")
+                      : http::Endpoint::parse(text);
+  if (!at) return std::move(at).error();
+  return ListenConfig{at->host, ephemeral ? std::uint16_t{0} : at->port};
 }
 
 }  // namespace omni::proxy

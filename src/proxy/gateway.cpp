@@ -5,6 +5,7 @@
 
 #include "gateway_impl.hpp"
 #include "omni/log/log.hpp"
+#include "secrets.hpp"
 
 namespace omni::proxy {
 namespace {
@@ -47,6 +48,31 @@ http::ServerOptions server_options(const ProxyConfig& c) {
   o.shutdown_grace = c.timeouts.shutdown_grace;
   o.server_name = "omni-proxy";
   return o;
+}
+
+// The admin listener: operators' requests only, so few connections and small bodies; one
+// thread, apart from the traffic's I/O threads (a scrape or a reload never waits behind them).
+http::ServerOptions admin_server_options(const ProxyConfig& c, const ListenConfig& at) {
+  http::ServerOptions o = server_options(c);
+  o.host = at.host;
+  o.port = at.port;
+  o.io_threads = 1;
+  o.max_connections = 64;
+  o.max_body_bytes = 1 << 20;
+  return o;
+}
+
+std::unique_ptr<http::Server> make_server(Gateway::Impl& g, http::ServerOptions options,
+                                          Listener listener) {
+  http::ServerHooks hooks;
+  Gateway::Impl* gp = &g;
+  hooks.screen_head = [gp, listener](const http::Request& head) {
+    const std::shared_ptr<const Gateway::Impl::Authority> authority = gp->authority.load();
+    return screen_request_head(authority->access, head, listener);
+  };
+  hooks.on_refused = [gp](const http::RefusedRequest& refused) { log_refused(*gp, refused); };
+  return std::make_unique<http::Server>(std::move(options), make_handler(g, listener),
+                                        std::move(hooks));
 }
 
 std::vector<NodeSpec> specs_of(const std::vector<NodeEntry>& entries) {
@@ -264,12 +290,13 @@ Gateway::~Gateway() { stop(); }
 // deadline is the prefill leg's, a decode pool whose is the decode stream's idle gap).
 class HttpEngineClient final : public EngineClient {
  public:
-  explicit HttpEngineClient(http::Client& client) : client_(client) {}
+  HttpEngineClient(const Gateway::Impl& g, http::Client& client) : g_(g), client_(client) {}
   // The endpoint is named, not a temporary: GCC 12 destroys temporaries bound to reference
   // parameters inside a co_await expression too early.
   Task<Result<http::Response>> send(const NodeEntry& node, http::Request request,
                                     http::Abort* abort) override {
     const http::Endpoint to{node.host, node.port};
+    authorize_for_engines(g_, request);
     auto call = client_.send(to, std::move(request), abort);
     co_return co_await std::move(call);
   }
@@ -277,11 +304,13 @@ class HttpEngineClient final : public EngineClient {
                                                            http::Request request,
                                                            http::Abort* abort) override {
     const http::Endpoint to{node.host, node.port};
+    authorize_for_engines(g_, request);
     auto call = client_.open(to, std::move(request), abort);
     co_return co_await std::move(call);
   }
 
  private:
+  const Gateway::Impl& g_;
   http::Client& client_;
 };
 
@@ -292,8 +321,8 @@ EngineClients http_engine_clients(Gateway::Impl& g) {
   return [&g](const boost::asio::any_io_executor& executor, Role role) -> EngineClient& {
     auto& slot = role == Role::kPrefill ? t_prefill_engines : t_decode_engines;
     if (!slot) {
-      slot = std::make_unique<HttpEngineClient>(role == Role::kPrefill ? g.prefill_client(executor)
-                                                                       : g.decode_client(executor));
+      slot = std::make_unique<HttpEngineClient>(
+          g, role == Role::kPrefill ? g.prefill_client(executor) : g.decode_client(executor));
     }
     return *slot;
   };
@@ -346,17 +375,34 @@ Result<std::unique_ptr<Gateway::Impl>> make_gateway_impl(ProxyConfig config, con
   Status prefix = export_prefix_metrics(impl->registry, *impl->dispatcher, impl->prefix_lookups);
   if (!prefix) return std::move(prefix).error();
   impl->kv_feeds = std::make_unique<KvEventFeeds>(*impl->dispatcher);
-  impl->access.api_keys = Credentials(impl->config.api_keys);
-  if (impl->config.admin_token) impl->access.admin = Credentials({*impl->config.admin_token});
-  http::ServerHooks hooks;
-  Gateway::Impl* gp = impl.get();
-  hooks.screen_head = [gp](const http::Request& head) {
-    return screen_request_head(gp->access, head);
-  };
-  hooks.on_refused = [gp](const http::RefusedRequest& refused) { log_refused(*gp, refused); };
-  impl->server = std::make_unique<http::Server>(server_options(impl->config), make_handler(*impl),
-                                                std::move(hooks));
+  if (Status s = install_credentials(*impl, impl->config); !s) return std::move(s).error();
+  impl->server = make_server(*impl, server_options(impl->config), Listener::kTraffic);
+  if (impl->config.admin_listen) {
+    const auto at = listen_endpoint(*impl->config.admin_listen);
+    if (!at) return std::move(at).error();
+    impl->admin_server =
+        make_server(*impl, admin_server_options(impl->config, *at), Listener::kAdmin);
+  }
   return impl;
+}
+
+Status install_credentials(Gateway::Impl& g, const ProxyConfig& config) {
+  auto secrets = load_secrets(config, process_environment());
+  if (!secrets) return std::move(secrets).error();
+  auto authority = std::make_shared<Gateway::Impl::Authority>();
+  authority->access.api_keys = Credentials(secrets->api_keys);
+  if (secrets->admin_token) authority->access.admin = Credentials({*secrets->admin_token});
+  authority->access.admin_listener = config.admin_listen.has_value();
+  if (secrets->engine_api_key)
+    authority->engine_authorization = "Bearer " + *secrets->engine_api_key;
+  g.authority.store(std::move(authority));
+  return {};
+}
+
+void authorize_for_engines(const Gateway::Impl& g, http::Request& request) {
+  const std::shared_ptr<const Gateway::Impl::Authority> authority = g.authority.load();
+  if (!authority || authority->engine_authorization.empty()) return;
+  request.headers.set("Authorization", authority->engine_authorization);
 }
 
 Status Gateway::start() {
@@ -371,6 +417,14 @@ Status Gateway::start() {
     impl_->dispatcher->stop();
     return s;
   }
+  if (impl_->admin_server) {
+    if (Status s = impl_->admin_server->start(); !s) {
+      impl_->server->stop();
+      impl_->dispatcher->stop();
+      return make_error(s.error().code,
+                        "admin listener " + *impl_->config.admin_listen + ": " + s.error().message);
+    }
+  }
   start_health_checks(*impl_);
   if (Status s = impl_->kv_feeds->follow(node_entries(impl_->config)); !s) {
     stop();
@@ -381,9 +435,19 @@ Status Gateway::start() {
 
 std::uint16_t Gateway::port() const noexcept { return impl_->server->port(); }
 
-void Gateway::reload(const ProxyConfig& config) {
-  // Only the pools change: in-flight requests keep their leases; the scheduler keeps the
-  // load and health of nodes that stay, and forgets removed ones once their load drains.
+std::optional<std::uint16_t> Gateway::admin_port() const noexcept {
+  if (!impl_->admin_server) return std::nullopt;
+  return impl_->admin_server->port();
+}
+
+Status Gateway::reload(const ProxyConfig& config) {
+  // The pools and the secrets change: in-flight requests keep their leases; the scheduler keeps
+  // the load and health of nodes that stay, and forgets removed ones once their load drains.
+  // Secrets first: a key file that cannot be read refuses the whole reload (the old keys serve).
+  if (Status s = install_credentials(*impl_, config); !s) {
+    log::get("proxy")->error("reload refused: {}", s.error().message);
+    return s;
+  }
   auto entries = node_entries(config);
   std::vector<NodeEntry> merged = entries;
   // Removed nodes must stay resolvable for the requests still using them.
@@ -398,6 +462,7 @@ void Gateway::reload(const ProxyConfig& config) {
     log::get("proxy")->error("reload: {}", s.error().message);
   }
   log::get("proxy")->info("pools reloaded: {} nodes", entries.size());
+  return {};
 }
 
 void Gateway::on_reload_request(std::function<Status()> callback) {
@@ -409,6 +474,7 @@ void Gateway::stop() {
   stop_health_checks(*impl_);
   if (impl_->kv_feeds) impl_->kv_feeds->stop();
   if (impl_->server) impl_->server->stop();
+  if (impl_->admin_server) impl_->admin_server->stop();
   if (impl_->fleet) impl_->fleet->stop();  // before the dispatcher: it posts to it
   if (impl_->dispatcher) impl_->dispatcher->stop();
 }

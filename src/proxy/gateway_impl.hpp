@@ -118,7 +118,13 @@ struct Gateway::Impl {
   // steady clock when null.
   explicit Impl(const Clock* injected = nullptr) : clock(injected ? *injected : steady_clock) {}
   ProxyConfig config;
-  AccessRules access;  // API keys and the admin token, checked on request heads
+  // What the secrets (secrets.hpp) decide: who may call what (checked on every request head)
+  // and what the proxy presents to engines. Replaced whole on reload; read without a lock.
+  struct Authority {
+    AccessRules access;
+    std::string engine_authorization;  // "Bearer <key>", or empty: none sent
+  };
+  std::atomic<std::shared_ptr<const Authority>> authority;
   SteadyClock steady_clock;
   const Clock& clock;
   metrics::Registry registry;
@@ -137,6 +143,7 @@ struct Gateway::Impl {
   Inflight inflight;
   AccessLog access_log;
   std::unique_ptr<http::Server> server;
+  std::unique_ptr<http::Server> admin_server;  // --admin-listen; null: one listener
   std::atomic<std::uint64_t> next_id{1};
   std::atomic<std::uint64_t> random_state{0};
   std::function<Status()> reload_request;
@@ -178,8 +185,13 @@ Result<std::unique_ptr<Gateway::Impl>> make_gateway_impl(ProxyConfig config,
 // elsewhere once timeouts.drain_grace has passed (DrainDeadlines).
 void set_draining(Gateway::Impl& gateway, const std::string& node, bool draining);
 
-// Routes: serving, probes, metrics, admin.
-http::Handler make_handler(Gateway::Impl& gateway);
+// Routes: serving, probes, metrics, admin on the traffic listener (operator routes only when
+// there is no admin listener); probes, metrics and admin on the admin listener.
+http::Handler make_handler(Gateway::Impl& gateway, Listener listener = Listener::kTraffic);
+// Adds the engines' Authorization (engine_api_key) to a request for an engine, if one is set.
+void authorize_for_engines(const Gateway::Impl& gateway, http::Request& request);
+// Replaces the credentials from a configuration's secrets; the old ones stay on an error.
+Status install_credentials(Gateway::Impl& gateway, const ProxyConfig& config);
 // The generation routes (/v1/completions, /v1/chat/completions).
 Task<void> handle_generate(Gateway::Impl& gateway, http::Request& request,
                            http::ResponseWriter& writer, Api api);

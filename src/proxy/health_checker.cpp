@@ -62,6 +62,7 @@ Task<void> scrape_load(Gateway::Impl& g, http::Client& client, const std::string
   http::Request request;
   request.method = http::Method::kGet;
   request.target = "/metrics";
+  authorize_for_engines(g, request);
   auto answer = co_await client.send(to, std::move(request));
   if (!answer || answer->status != 200) co_return;
   const EngineLoad load = engine_load(answer->body);
@@ -79,6 +80,7 @@ Task<void> refresh_models(Gateway::Impl& g, http::Client& client, const std::str
   http::Request request;
   request.method = http::Method::kGet;
   request.target = "/v1/models";
+  authorize_for_engines(g, request);
   auto answer = co_await client.send(to, std::move(request));
   if (!answer || answer->status != 200) co_return;
   if (auto list = parse_models(answer->body)) g.models.store(name, std::move(*list), g.clock.now());
@@ -100,6 +102,7 @@ Task<void> probe_loop(Gateway::Impl& g, asio::io_context& io) {
       http::Request probe;
       probe.method = http::Method::kGet;
       probe.target = "/health";
+      authorize_for_engines(g, probe);
       const http::Endpoint to{entry->host, entry->port};
       auto answer = co_await client.send(to, std::move(probe));
       const bool healthy = answer && answer->status == 200;

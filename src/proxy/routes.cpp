@@ -80,6 +80,7 @@ Task<void> fetch_models(Gateway::Impl& g, NodeEntry node, std::string request_id
   ask.method = http::Method::kGet;
   ask.target = "/v1/models";
   if (!request_id.empty()) ask.headers.add("X-Request-Id", std::move(request_id));
+  authorize_for_engines(g, ask);
   // The deadline's timer shares its state with its handler, which forgets `abort` when the
   // deadline object goes: a timer firing as the answer arrives touches nothing destroyed.
   http::Abort abort;
@@ -156,6 +157,53 @@ Task<void> logged(Gateway::Impl& g, const http::Handler& routes, http::Request& 
   log_plain_request(g, entry);
 }
 
+// The probes, /metrics and the admin API: on the traffic listener when there is no admin
+// listener, else on the admin listener alone.
+void add_operator_routes(http::Router& router, Gateway::Impl& g) {
+  auto* gp = &g;
+  router.add(http::Method::kGet, "/metrics",
+             [gp](http::Request&, http::ResponseWriter& w) -> Task<void> {
+               co_await metrics_route(*gp, w);
+             });
+  auto admin = [gp](http::Request& r, http::ResponseWriter& w) -> Task<void> {
+    co_await handle_admin(*gp, r, w);
+  };
+  router.add(http::Method::kGet, "/admin/requests", admin);
+  router.add(http::Method::kGet, "/admin/nodes", admin);
+  router.add(http::Method::kGet, "/admin/replicas", admin);
+  router.add(http::Method::kPost, "/admin/drain", admin);
+  router.add(http::Method::kPost, "/admin/reload", admin);
+}
+
+void add_probe_routes(http::Router& router, Gateway::Impl& g) {
+  auto* gp = &g;
+  router.add(http::Method::kGet, "/health", health);
+  router.add(
+      http::Method::kGet, "/ready",
+      [gp](http::Request&, http::ResponseWriter& w) -> Task<void> { co_await ready(*gp, w); });
+}
+
+// /admin/nodes/{name}/drain has a variable segment, which the router (exact paths) cannot
+// match: the admin API takes every path under /admin/nodes/ itself, its 404 and 405 too.
+http::Handler admin_nodes_handler(Gateway::Impl& g) {
+  auto* gp = &g;
+  return [gp](http::Request& r, http::ResponseWriter& w) -> Task<void> {
+    co_await handle_admin(*gp, r, w);
+  };
+}
+
+http::Handler admin_listener_handler(Gateway::Impl& g) {
+  http::Router router;
+  add_probe_routes(router, g);
+  add_operator_routes(router, g);
+  auto* gp = &g;
+  return [gp, routes = router.handler(), admin_nodes = admin_nodes_handler(g)](
+             http::Request& r, http::ResponseWriter& w) -> Task<void> {
+    if (r.path().starts_with("/admin/nodes/")) co_return co_await logged(*gp, admin_nodes, r, w);
+    co_await logged(*gp, routes, r, w);
+  };
+}
+
 }  // namespace
 
 http::Response json_response(int status, std::string body) {
@@ -166,7 +214,8 @@ http::Response json_response(int status, std::string body) {
   return response;
 }
 
-http::Handler make_handler(Gateway::Impl& g) {
+http::Handler make_handler(Gateway::Impl& g, Listener listener) {
+  if (listener == Listener::kAdmin) return admin_listener_handler(g);
   http::Router router;
   auto* gp = &g;
   // Reached through the router only by methods other than POST: they make it answer 405.
@@ -182,29 +231,13 @@ http::Handler make_handler(Gateway::Impl& g) {
              [gp](http::Request& r, http::ResponseWriter& w) -> Task<void> {
                co_await models(*gp, r, w);
              });
-  router.add(http::Method::kGet, "/health", health);
-  router.add(
-      http::Method::kGet, "/ready",
-      [gp](http::Request&, http::ResponseWriter& w) -> Task<void> { co_await ready(*gp, w); });
-  router.add(http::Method::kGet, "/metrics",
-             [gp](http::Request&, http::ResponseWriter& w) -> Task<void> {
-               co_await metrics_route(*gp, w);
-             });
-  auto admin = [gp](http::Request& r, http::ResponseWriter& w) -> Task<void> {
-    co_await handle_admin(*gp, r, w);
-  };
-  router.add(http::Method::kGet, "/admin/requests", admin);
-  router.add(http::Method::kGet, "/admin/nodes", admin);
-  router.add(http::Method::kGet, "/admin/replicas", admin);
-  router.add(http::Method::kPost, "/admin/drain", admin);
-  router.add(http::Method::kPost, "/admin/reload", admin);
-  // /admin/nodes/{name}/drain has a variable segment, which the router (exact paths) cannot
-  // match: the admin API takes every path under /admin/nodes/ itself, its 404 and 405 too.
-  http::Handler admin_nodes = admin;
+  add_probe_routes(router, g);
+  const bool operator_routes = !g.config.admin_listen;
+  if (operator_routes) add_operator_routes(router, g);
   // The generation routes first, without the router: they are nearly every request, and
   // their Call writes their log line and metrics itself.
-  return [gp, routes = router.handler(), admin_nodes](http::Request& r,
-                                                      http::ResponseWriter& w) -> Task<void> {
+  return [gp, routes = router.handler(), operator_routes, admin_nodes = admin_nodes_handler(g)](
+             http::Request& r, http::ResponseWriter& w) -> Task<void> {
     if (r.method == http::Method::kPost) {
       const std::string_view path = r.path();
       if (path == "/v1/completions")
@@ -213,7 +246,9 @@ http::Handler make_handler(Gateway::Impl& g) {
         co_return co_await handle_generate(*gp, r, w, Api::kChatCompletions);
       }
     }
-    if (r.path().starts_with("/admin/nodes/")) co_return co_await logged(*gp, admin_nodes, r, w);
+    if (operator_routes && r.path().starts_with("/admin/nodes/")) {
+      co_return co_await logged(*gp, admin_nodes, r, w);
+    }
     co_await logged(*gp, routes, r, w);
   };
 }

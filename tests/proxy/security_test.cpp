@@ -62,12 +62,16 @@ TEST(UnboundedGenerations, NullOrAbsentMaxTokensIsFlaggedAsVllmReadsIt) {
   EXPECT_EQ(chat_null_but_completion->max_tokens, 9u);
 }
 
-http::Request head(std::string path, std::vector<std::pair<std::string, std::string>> fields) {
+http::Request head(std::string path, std::vector<std::pair<std::string, std::string>> fields,
+                   std::string remote = "127.0.0.1:40000") {
   http::Request r;
   r.target = std::move(path);
+  r.remote = std::move(remote);
   for (auto& [name, value] : fields) r.headers.add(name, value);
   return r;
 }
+
+int status_of(const std::optional<http::Response>& answer) { return answer ? answer->status : 0; }
 
 TEST(ScreenRequestHead, KeysGuardEveryV1RouteAndTheTokenGuardsAdmin) {
   AccessRules rules;
@@ -98,10 +102,71 @@ TEST(ScreenRequestHead, KeysGuardEveryV1RouteAndTheTokenGuardsAdmin) {
       screen_request_head(rules, head("/health", {{"X-Request-Id", std::string(256, 'a')}})));
 }
 
-TEST(ScreenRequestHead, OpenWhenNothingIsConfigured) {
+TEST(ScreenRequestHead, ClientRoutesOpenWhenNoKeyIsConfigured) {
   const AccessRules open;
-  EXPECT_FALSE(screen_request_head(open, head("/v1/completions", {})));
+  EXPECT_FALSE(screen_request_head(open, head("/v1/completions", {}, "10.1.2.3:5")));
+  EXPECT_FALSE(screen_request_head(open, head("/v1/models", {}, "10.1.2.3:5")));
+  EXPECT_FALSE(screen_request_head(open, head("/health", {}, "10.1.2.3:5")));
   EXPECT_FALSE(screen_request_head(open, head("/admin/reload", {})));
+}
+
+TEST(ScreenRequestHead, WithoutATokenOperatorRoutesAnswerLocalClientsOnly) {
+  const AccessRules rules;
+  for (const char* path : {"/admin/reload", "/admin/nodes/x/drain", "/admin", "/metrics"}) {
+    SCOPED_TRACE(path);
+    EXPECT_EQ(status_of(screen_request_head(rules, head(path, {}, "127.0.0.1:1"))), 0);
+    EXPECT_EQ(status_of(screen_request_head(rules, head(path, {}, "127.9.9.9:1"))), 0);
+    EXPECT_EQ(status_of(screen_request_head(rules, head(path, {}, "[::1]:1"))), 0);
+    EXPECT_EQ(status_of(screen_request_head(rules, head(path, {}, "[::ffff:127.0.0.1]:1"))), 0);
+    EXPECT_EQ(status_of(screen_request_head(rules, head(path, {}, "10.1.2.3:1"))), 403);
+    EXPECT_EQ(status_of(screen_request_head(rules, head(path, {}, "[2001:db8::1]:1"))), 403);
+    EXPECT_EQ(status_of(screen_request_head(rules, head(path, {}, "[::ffff:10.0.0.1]:1"))), 403);
+    EXPECT_EQ(status_of(screen_request_head(rules, head(path, {}, ""))), 403);
+    // Relayed by a proxy on this host: the client is somewhere else.
+    for (const char* relayed : {"X-Forwarded-For", "Forwarded", "X-Real-IP"}) {
+      EXPECT_EQ(status_of(screen_request_head(rules, head(path, {{relayed, "198.51.100.1"}}))),
+                403);
+    }
+  }
+  const auto refused = screen_request_head(rules, head("/metrics", {}, "10.1.2.3:1"));
+  ASSERT_TRUE(refused);
+  EXPECT_NE(refused->body.find("--admin-listen"), std::string::npos) << refused->body;
+}
+
+TEST(ScreenRequestHead, WithATokenAdminNeedsItEverywhereAndMetricsOffHost) {
+  AccessRules rules;
+  rules.admin = Credentials({"root"});
+  const std::pair<std::string, std::string> token{"Authorization", "Bearer root"};
+  EXPECT_EQ(status_of(screen_request_head(rules, head("/admin/nodes", {}))), 401);
+  EXPECT_EQ(status_of(screen_request_head(rules, head("/admin/nodes", {token}, "10.1.2.3:1"))), 0);
+  EXPECT_EQ(status_of(screen_request_head(rules, head("/metrics", {}))), 0);
+  EXPECT_EQ(status_of(screen_request_head(rules, head("/metrics", {}, "10.1.2.3:1"))), 401);
+  EXPECT_EQ(status_of(screen_request_head(rules, head("/metrics", {token}, "10.1.2.3:1"))), 0);
+}
+
+TEST(ScreenRequestHead, AnAdminListenerTakesOperatorRoutesOffTheTrafficPort) {
+  AccessRules rules;
+  rules.admin_listener = true;
+  // The traffic listener lets them through to its router, which has no such route (404).
+  EXPECT_FALSE(screen_request_head(rules, head("/metrics", {}, "10.1.2.3:1"), Listener::kTraffic));
+  // The admin listener: whoever reaches it may scrape and administer, unless a token is set.
+  EXPECT_FALSE(screen_request_head(rules, head("/metrics", {}, "10.1.2.3:1"), Listener::kAdmin));
+  EXPECT_FALSE(
+      screen_request_head(rules, head("/admin/drain", {}, "10.1.2.3:1"), Listener::kAdmin));
+  rules.admin = Credentials({"root"});
+  EXPECT_EQ(status_of(screen_request_head(rules, head("/admin/drain", {}), Listener::kAdmin)), 401);
+  EXPECT_EQ(status_of(screen_request_head(
+                rules, head("/admin/drain", {{"Authorization", "Bearer root"}}), Listener::kAdmin)),
+            0);
+  EXPECT_FALSE(screen_request_head(rules, head("/metrics", {}, "10.1.2.3:1"), Listener::kAdmin));
+}
+
+TEST(IsLocalClient, LoopbackPeersThatWereNotRelayed) {
+  EXPECT_TRUE(is_local_client(head("/", {}, "127.0.0.1:80")));
+  EXPECT_TRUE(is_local_client(head("/", {}, "[::1]:80")));
+  EXPECT_FALSE(is_local_client(head("/", {}, "192.168.1.1:80")));
+  EXPECT_FALSE(is_local_client(head("/", {}, "not-an-address:80")));
+  EXPECT_FALSE(is_local_client(head("/", {{"x-forwarded-for", "127.0.0.1"}}, "127.0.0.1:80")));
 }
 
 TEST(Credentials, AcceptOnlyTheExactSecrets) {

@@ -62,7 +62,8 @@ Result<T> load_yaml_file(const Schema<T>& schema, const std::filesystem::path& f
 }
 
 // The effective config as YAML (every key, defaults included), e.g. for --print-config.
-// load_yaml(schema, dump_yaml(schema, cfg)) gives back a struct equal to cfg.
+// load_yaml(schema, dump_yaml(schema, cfg)) gives back a struct equal to cfg, except that a
+// field marked secret() that holds a value is written as "<redacted>".
 template <class T>
 std::string dump_yaml(const Schema<T>& schema, const T& cfg) {
   return detail::emit_yaml(schema.dump_node(cfg));

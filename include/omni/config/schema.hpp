@@ -120,6 +120,12 @@ class FieldBuilder {
     });
     return *this;
   }
+  // A secret (a key, a token): --print-config, --help and every dump show kRedacted instead
+  // of the value, so it never lands in a log, a support ticket or a config diff.
+  FieldBuilder& secret() {
+    entry_->mark_secret();
+    return *this;
+  }
   // Any other rule on the whole member value; the error's message becomes the reason.
   FieldBuilder& check(std::function<Status(const M&)> rule) {
     entry_->add_check(std::move(rule));

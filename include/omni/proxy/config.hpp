@@ -153,8 +153,16 @@ struct ProxyConfig {
   std::uint32_t migration_max_attempts = 1;
   HealthConfig health;
   FleetConfig fleet;
-  std::vector<std::string> api_keys;       // clients' Bearer tokens; empty: no authentication
-  std::optional<std::string> admin_token;  // Bearer token for /admin/*; none: admin is open
+  // Secrets (secrets.hpp): each also from a file and an environment variable, redacted in dumps.
+  std::vector<std::string> api_keys;  // clients' Bearer tokens; empty: no authentication
+  std::optional<std::string> api_keys_file;
+  std::optional<std::string> admin_token;  // Bearer token for /admin/*; none: local clients only
+  std::optional<std::string> admin_token_file;
+  std::optional<std::string> engine_api_key;  // sent to engines (vLLM's --api-key)
+  std::optional<std::string> engine_api_key_file;
+  // host:port of a listener of its own for /admin/*, /metrics and the probes; none: they are
+  // served on the traffic port (operator routes to local clients or the admin token only).
+  std::optional<std::string> admin_listen;
   ClientPdFields client_pd_fields = ClientPdFields::kStrip;
   std::optional<std::string> access_log;  // file path, or "-" for standard output
   config::LogConfig log;
@@ -180,5 +188,12 @@ struct NodeEntry {
 };
 // Flag endpoints and YAML nodes together. In aggregated mode only the decode pool is used.
 std::vector<NodeEntry> node_entries(const ProxyConfig& config);
+
+// The command-line flags among argv that carry a secret in the clear (visible to every local
+// user in `ps`): "--api-keys", "--admin-token", "--engine-api-key". For a start-up warning.
+std::vector<std::string> secret_flags_given(int argc, const char* const* argv);
+
+// A listener's host:port ([v6]:port too); port 0 picks an ephemeral one.
+Result<ListenConfig> listen_endpoint(std::string_view text);
 
 }  // namespace omni::proxy

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "omni/common/result.hpp"
 #include "omni/metrics/metrics.hpp"
@@ -31,8 +32,12 @@ class Gateway {
   // Binds and starts serving. kIo when the address is taken.
   Status start();
   std::uint16_t port() const noexcept;
-  // Replaces the pools (nodes, groups, bootstrap ports) without touching in-flight requests.
-  void reload(const ProxyConfig& config);
+  // The admin listener's port (admin_listen), if there is one.
+  std::optional<std::uint16_t> admin_port() const noexcept;
+  // Replaces the pools (nodes, groups, bootstrap ports) without touching in-flight requests,
+  // and the secrets (key files re-read). A secret that cannot be loaded refuses the whole
+  // reload, and the old pools and keys stay.
+  Status reload(const ProxyConfig& config);
   // Asks the control thread to reload (set by the binary, used by POST /admin/reload).
   void on_reload_request(std::function<Status()> callback);
   // Graceful: stop accepting, let in-flight requests finish within the grace period.

@@ -5,6 +5,8 @@
 // prefill with kv_transfer_params for the decode) and SGLang's bootstrap fields, and can be
 // told to fail, stall, or die. --record FILE appends one JSON line per request received (and
 // one per stream the client abandoned) so tests can check exactly what the proxy sent.
+#include <unistd.h>
+#include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -12,13 +14,11 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
-#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <mutex>
-#include <unistd.h>
 
 #include "omni/config/cli.hpp"
 #include "omni/http/server.hpp"
@@ -38,15 +38,16 @@ struct FakeConfig {
   std::uint16_t port = 0;
   std::string model = "fake-model";
   unsigned io_threads = 1;
-  Duration token_delay = 0s;     // between streamed tokens
-  Duration stall = 0s;           // before answering a generation request
-  int fail_status = 0;           // answer every generation request with this status
-  unsigned fail_after = 0;       // ... only after this many good ones (0: from the start)
-  bool no_kv_params = false;     // a prefill answers kv_transfer_params: null
-  bool unhealthy = false;        // /health answers 503
-  unsigned die_after_events = 0; // _exit(1) after streaming this many events in total
+  Duration token_delay = 0s;      // between streamed tokens
+  Duration stall = 0s;            // before answering a generation request
+  int fail_status = 0;            // answer every generation request with this status
+  unsigned fail_after = 0;        // ... only after this many good ones (0: from the start)
+  bool no_kv_params = false;      // a prefill answers kv_transfer_params: null
+  bool unhealthy = false;         // /health answers 503
+  unsigned die_after_events = 0;  // _exit(1) after streaming this many events in total
   std::optional<std::string> record;
   std::optional<std::string> port_file;  // write the bound port here once listening
+  std::optional<std::string> api_key;    // as vLLM's --api-key: /v1/* needs Bearer <key>
 };
 
 void describe(omni::config::Schema<FakeConfig>& s) {
@@ -60,9 +61,12 @@ void describe(omni::config::Schema<FakeConfig>& s) {
   s.field("fail_after", &FakeConfig::fail_after, "Fail only after this many requests");
   s.field("no_kv_params", &FakeConfig::no_kv_params, "Prefill answers kv_transfer_params null");
   s.field("unhealthy", &FakeConfig::unhealthy, "/health answers 503");
-  s.field("die_after_events", &FakeConfig::die_after_events, "Exit after streaming this many events");
+  s.field("die_after_events", &FakeConfig::die_after_events,
+          "Exit after streaming this many events");
   s.field("record", &FakeConfig::record, "Append one JSON line per request to this file");
   s.field("port_file", &FakeConfig::port_file, "Write the bound port to this file");
+  s.field("api_key", &FakeConfig::api_key,
+          "Require Authorization: Bearer KEY on /v1/* (vLLM's --api-key)");
 }
 
 struct Engine {
@@ -156,6 +160,10 @@ Task<void> generate(Engine& e, http::Request& request, http::ResponseWriter& wri
   line["body"] = body;
   line["raw"] = request.body;
   line["port"] = e.cfg.port;
+  // What reached the engine besides the body: trace context, forwarding, credentials.
+  for (const char* name : {"traceparent", "tracestate", "X-Forwarded-For", "Authorization"}) {
+    if (auto value = request.headers.get(name)) line[name] = std::string(*value);
+  }
   e.record(line);
 
   // A stall ends early when the caller (the proxy) closes the connection: recorded, so tests
@@ -170,16 +178,20 @@ Task<void> generate(Engine& e, http::Request& request, http::ResponseWriter& wri
     co_return;
   }
   if (e.cfg.fail_status != 0 && n > e.cfg.fail_after) {
-    http::Response failed = http::error_response(e.cfg.fail_status, "injected failure", "InternalServerError");
+    http::Response failed =
+        http::error_response(e.cfg.fail_status, "injected failure", "InternalServerError");
     (void)co_await writer.send(std::move(failed));
     co_return;
   }
   const json::value* kv = body.if_contains("kv_transfer_params");
-  const bool is_prefill = kv && kv->is_object() && kv->get_object().if_contains("do_remote_decode") &&
+  const bool is_prefill = kv && kv->is_object() &&
+                          kv->get_object().if_contains("do_remote_decode") &&
                           kv->get_object().at("do_remote_decode") == json::value(true);
   std::int64_t tokens = 16;
-  if (const json::value* m = body.if_contains("max_tokens"); m && m->is_int64()) tokens = m->get_int64();
-  if (const json::value* m = body.if_contains("max_completion_tokens"); m && m->is_int64()) tokens = m->get_int64();
+  if (const json::value* m = body.if_contains("max_tokens"); m && m->is_int64())
+    tokens = m->get_int64();
+  if (const json::value* m = body.if_contains("max_completion_tokens"); m && m->is_int64())
+    tokens = m->get_int64();
   const bool stream = body.if_contains("stream") && body.at("stream") == json::value(true);
   const std::string model = e.cfg.model;
 
@@ -199,14 +211,18 @@ Task<void> generate(Engine& e, http::Request& request, http::ResponseWriter& wri
     }
     choice["finish_reason"] = "length";
     answer["choices"] = json::array{std::move(choice)};
-    answer["usage"] = json::object{{"prompt_tokens", 5}, {"completion_tokens", tokens}, {"total_tokens", 5 + tokens}};
+    answer["usage"] = json::object{
+        {"prompt_tokens", 5}, {"completion_tokens", tokens}, {"total_tokens", 5 + tokens}};
     if (is_prefill && !e.cfg.no_kv_params) {
-      answer["kv_transfer_params"] = json::object{
-          {"do_remote_prefill", true}, {"do_remote_decode", false},
-          {"remote_block_ids", json::array{json::array{1, 2, 3}}},
-          {"remote_engine_id", "fake-" + std::to_string(e.cfg.port)},
-          {"remote_request_id", "cmpl-" + rid + "-0"}, {"remote_host", "127.0.0.1"},
-          {"remote_port", e.cfg.port}, {"tp_size", 1}};
+      answer["kv_transfer_params"] =
+          json::object{{"do_remote_prefill", true},
+                       {"do_remote_decode", false},
+                       {"remote_block_ids", json::array{json::array{1, 2, 3}}},
+                       {"remote_engine_id", "fake-" + std::to_string(e.cfg.port)},
+                       {"remote_request_id", "cmpl-" + rid + "-0"},
+                       {"remote_host", "127.0.0.1"},
+                       {"remote_port", e.cfg.port},
+                       {"tp_size", 1}};
     } else {
       answer["kv_transfer_params"] = nullptr;
     }
@@ -238,20 +254,36 @@ Task<void> generate(Engine& e, http::Request& request, http::ResponseWriter& wri
 http::Handler make_routes(Engine& e) {
   http::Router router;
   router.add(http::Method::kPost, "/v1/completions",
-             [&e](http::Request& r, http::ResponseWriter& w) -> Task<void> { co_await generate(e, r, w, false); });
+             [&e](http::Request& r, http::ResponseWriter& w) -> Task<void> {
+               co_await generate(e, r, w, false);
+             });
   router.add(http::Method::kPost, "/v1/chat/completions",
-             [&e](http::Request& r, http::ResponseWriter& w) -> Task<void> { co_await generate(e, r, w, true); });
-  router.add(http::Method::kGet, "/v1/models", [&e](http::Request&, http::ResponseWriter& w) -> Task<void> {
-    json::object model{{"id", e.cfg.model}, {"object", "model"}, {"owned_by", "vllm"}};
-    http::Response response = json_response(200, json::object{{"object", "list"}, {"data", json::array{model}}});
-    (void)co_await w.send(std::move(response));
-  });
-  router.add(http::Method::kGet, "/health", [&e](http::Request&, http::ResponseWriter& w) -> Task<void> {
-    http::Response response;
-    response.status = e.cfg.unhealthy ? 503 : 200;
-    (void)co_await w.send(std::move(response));
-  });
-  return router.handler();
+             [&e](http::Request& r, http::ResponseWriter& w) -> Task<void> {
+               co_await generate(e, r, w, true);
+             });
+  router.add(http::Method::kGet, "/v1/models",
+             [&e](http::Request&, http::ResponseWriter& w) -> Task<void> {
+               json::object model{{"id", e.cfg.model}, {"object", "model"}, {"owned_by", "vllm"}};
+               http::Response response = json_response(
+                   200, json::object{{"object", "list"}, {"data", json::array{model}}});
+               (void)co_await w.send(std::move(response));
+             });
+  router.add(http::Method::kGet, "/health",
+             [&e](http::Request&, http::ResponseWriter& w) -> Task<void> {
+               http::Response response;
+               response.status = e.cfg.unhealthy ? 503 : 200;
+               (void)co_await w.send(std::move(response));
+             });
+  // vLLM's --api-key guards /v1/* (and nothing else) with a 401.
+  return [&e, routes = router.handler()](http::Request& r, http::ResponseWriter& w) -> Task<void> {
+    if (e.cfg.api_key && r.path().starts_with("/v1/") &&
+        r.headers.get("Authorization").value_or("") != "Bearer " + *e.cfg.api_key) {
+      http::Response refused = json_response(401, json::object{{"error", "Unauthorized"}});
+      (void)co_await w.send(std::move(refused));
+      co_return;
+    }
+    co_await routes(r, w);
+  };
 }
 
 }  // namespace
@@ -260,7 +292,8 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   omni::config::Schema<FakeConfig> schema;
   describe(schema);
-  auto cli = omni::config::parse_command_line(argc, argv, schema, "omni-fake-engine: a test engine");
+  auto cli =
+      omni::config::parse_command_line(argc, argv, schema, "omni-fake-engine: a test engine");
   if (!cli) {
     std::cerr << cli.error().message << "\n";
     return 2;

@@ -23,6 +23,9 @@ class Schema;
 
 namespace omni::config::detail {
 
+// What a secret field (FieldBuilder::secret) prints as.
+inline constexpr std::string_view kRedacted = "<redacted>";
+
 // One leaf value of a schema, seen from its root type T.
 template <class T>
 struct Leaf {
@@ -126,7 +129,10 @@ class FieldEntry final : public Entry<T> {
     }
   }
 
-  Node dump(const T& obj) const override { return dump_value(obj.*member_, codec_); }
+  Node dump(const T& obj) const override {
+    if (secret_ && has_secret(obj.*member_)) return Node::make_scalar(std::string(kRedacted));
+    return dump_value(obj.*member_, codec_);
+  }
 
   void leaves(std::vector<Leaf<T>>& out) const override {
     Leaf<T> leaf;
@@ -142,7 +148,8 @@ class FieldEntry final : public Entry<T> {
     leaf.is_bool = std::is_same_v<M, bool>;
     leaf.doc = doc_;
     leaf.constraints = constraints_;
-    leaf.show = [member = member_, codec = codec_](const T& obj) {
+    leaf.show = [member = member_, codec = codec_, secret = secret_](const T& obj) {
+      if (secret && has_secret(obj.*member)) return std::string(kRedacted);
       return show_value(obj.*member, codec);
     };
     leaf.set = [member = member_, codec = codec_](T& obj, std::string_view text) {
@@ -162,8 +169,20 @@ class FieldEntry final : public Entry<T> {
     non_empty_ = true;
   }
   void add_check(std::function<Status(const M&)> check) { checks_.push_back(std::move(check)); }
+  void mark_secret() noexcept { secret_ = true; }
 
  private:
+  // Whether a secret member holds anything to hide (an unset or empty one prints as it is).
+  static bool has_secret(const M& value) {
+    if constexpr (Shape<M>::kOptional) {
+      return value.has_value();
+    } else if constexpr (Emptiable<M>) {
+      return !value.empty();
+    } else {
+      return true;
+    }
+  }
+
   void note(std::string constraint) {
     if (constraint.empty()) return;
     if (!constraints_.empty()) constraints_ += "; ";
@@ -177,6 +196,7 @@ class FieldEntry final : public Entry<T> {
   std::vector<std::function<Status(const M&)>> checks_;
   std::string constraints_;
   bool non_empty_ = false;
+  bool secret_ = false;  // dumped and shown as kRedacted
 };
 
 template <class T, class S>
