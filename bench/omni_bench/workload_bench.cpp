@@ -21,7 +21,9 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -49,8 +51,8 @@ std::uint64_t read_trace(const std::string& path) {
 }
 
 std::uint64_t synthetic(std::uint64_t n) {
-  auto spec = *omni::workload::parse_synthetic_spec("n=" + std::to_string(n) +
-                                                    ",rate=100,input=lognormal:2000:1500,output=exp:200");
+  auto spec = *omni::workload::parse_synthetic_spec(
+      "n=" + std::to_string(n) + ",rate=100,input=lognormal:2000:1500,output=exp:200");
   auto w = omni::workload::make_synthetic_workload(spec, 1);
   std::uint64_t tokens = 0;
   while (true) {
@@ -72,7 +74,8 @@ std::uint64_t bodies(int count) {
   omni::workload::RequestSpec spec;
   spec.input_tokens = 40000;
   spec.max_output_tokens = 100;
-  for (std::uint64_t i = 0; i < omni::workload::blocks_for(spec.input_tokens); ++i) spec.hash_ids.push_back(i);
+  for (std::uint64_t i = 0; i < omni::workload::blocks_for(spec.input_tokens); ++i)
+    spec.hash_ids.push_back(i);
   omni::workload::BodyOptions options;
   std::uint64_t bytes = 0;
   for (int i = 0; i < count; ++i) {
@@ -118,14 +121,19 @@ int main(int argc, char** argv) {
   std::uint64_t sink = 0;
   constexpr std::uint64_t kSynthetic = 1'000'000;
   constexpr int kBodies = 200;
-  const auto [moon, lines] = ab(rounds, [&] { return read_trace(trace); }, [&] { return read_lines(trace); }, sink);
-  const auto [syn, draws] = ab(rounds, [&] { return synthetic(kSynthetic); }, [&] { return raw_draws(kSynthetic); }, sink);
-  const auto [body, fill] = ab(rounds, [&] { return bodies(kBodies); }, [&] { return fills(kBodies); }, sink);
+  const auto [moon, lines] = ab(
+      rounds, [&] { return read_trace(trace); }, [&] { return read_lines(trace); }, sink);
+  const auto [syn, draws] = ab(
+      rounds, [&] { return synthetic(kSynthetic); }, [&] { return raw_draws(kSynthetic); }, sink);
+  const auto [body, fill] = ab(
+      rounds, [&] { return bodies(kBodies); }, [&] { return fills(kBodies); }, sink);
   std::printf(
       "{\"rounds\":%d,\"mooncake_s\":%.6f,\"getline_s\":%.6f,\"mooncake_vs_getline\":%.3f,"
-      "\"synthetic_1m_s\":%.6f,\"raw_draws_s\":%.6f,\"synthetic_vs_draws\":%.3f,\"synthetic_requests_per_s\":%.0f,"
+      "\"synthetic_1m_s\":%.6f,\"raw_draws_s\":%.6f,\"synthetic_vs_draws\":%.3f,\"synthetic_"
+      "requests_per_s\":%.0f,"
       "\"body_40k_ms\":%.4f,\"fill_40k_ms\":%.4f,\"body_vs_fill\":%.3f,\"sink\":%llu}\n",
-      rounds, moon, lines, moon / lines, syn, draws, syn / draws, kSynthetic / syn, body * 1000 / kBodies,
-      fill * 1000 / kBodies, body / fill, static_cast<unsigned long long>(sink % 10));
+      rounds, moon, lines, moon / lines, syn, draws, syn / draws, kSynthetic / syn,
+      body * 1000 / kBodies, fill * 1000 / kBodies, body / fill,
+      static_cast<unsigned long long>(sink % 10));
   return 0;
 }

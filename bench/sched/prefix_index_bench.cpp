@@ -6,9 +6,9 @@
 //
 //   omni-prefix-index-bench [TRACE.jsonl] [--instances N] [--rounds R] [--capacity BLOCKS]
 #include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <deque>
 #include <fstream>
 #include <string>
@@ -57,10 +57,14 @@ int main(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--instances" && i + 1 < argc) o.instances = static_cast<std::uint32_t>(std::atoi(argv[++i]));
-    else if (arg == "--rounds" && i + 1 < argc) o.rounds = std::atoi(argv[++i]);
-    else if (arg == "--capacity" && i + 1 < argc) o.capacity = static_cast<std::size_t>(std::atol(argv[++i]));
-    else o.trace = arg;
+    if (arg == "--instances" && i + 1 < argc)
+      o.instances = static_cast<std::uint32_t>(std::atoi(argv[++i]));
+    else if (arg == "--rounds" && i + 1 < argc)
+      o.rounds = std::atoi(argv[++i]);
+    else if (arg == "--capacity" && i + 1 < argc)
+      o.capacity = static_cast<std::size_t>(std::atol(argv[++i]));
+    else
+      o.trace = arg;
   }
   const auto prompts = load_prompts(o);
   omni::sched::PrefixIndex index;
@@ -81,9 +85,8 @@ int main(int argc, char** argv) {
       const auto& hashes = prompts[i];
       const auto matches = index.match(hashes, 0.0);
       ++lookups;
-      const auto instance = matches.empty()
-                                ? static_cast<omni::sched::InstanceId>(i % o.instances)
-                                : matches.front().instance;
+      const auto instance = matches.empty() ? static_cast<omni::sched::InstanceId>(i % o.instances)
+                                            : matches.front().instance;
       const std::uint32_t hit = matches.empty() ? 0 : matches.front().blocks;
       matched_blocks += hit;
       probed_blocks += std::min<std::uint64_t>(hashes.size(), hit + 1);
@@ -112,12 +115,12 @@ int main(int argc, char** argv) {
       "{\"prompts\": %zu, \"instances\": %u, \"rounds\": %d, \"lookups\": %llu, "
       "\"blocks_stored\": %llu, \"blocks_removed\": %llu, \"cpu_seconds\": %.3f, "
       "\"wall_seconds\": %.3f, "
-      "\"ops_per_second\": %.0f, \"block_ops_per_second\": %.0f, \"lookups_per_second\": %.0f, \"mean_matched_blocks\": %.1f, "
+      "\"ops_per_second\": %.0f, \"block_ops_per_second\": %.0f, \"lookups_per_second\": %.0f, "
+      "\"mean_matched_blocks\": %.1f, "
       "\"index_entries\": %zu, \"index_bytes\": %zu}\n",
       prompts.size(), o.instances, o.rounds, static_cast<unsigned long long>(lookups),
       static_cast<unsigned long long>(stored), static_cast<unsigned long long>(removed), seconds,
-      wall,
-      ops / seconds, block_ops / seconds, static_cast<double>(lookups) / seconds,
+      wall, ops / seconds, block_ops / seconds, static_cast<double>(lookups) / seconds,
       static_cast<double>(matched_blocks) / static_cast<double>(lookups), stats.entries,
       stats.memory_bytes);
   return 0;

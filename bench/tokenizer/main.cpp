@@ -30,7 +30,9 @@ struct Stopwatch {
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
   }
-  double wall_s() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count(); }
+  double wall_s() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
+  }
   double cpu_s() const { return cpu_now() - cpu; }
 };
 
@@ -89,10 +91,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf(
-      "{\"impl\": \"omni\", \"bytes\": %zu, \"tokens\": %zu, \"encode_s\": %.6f, \"prompt_bytes\": %zu, "
-      "\"prompt_tokens\": %zu, \"multiturn_full_s\": %.6f, \"multiturn_cached_s\": %.6f, \"encode_cpu_s\": %.6f, "
+      "{\"impl\": \"omni\", \"bytes\": %zu, \"tokens\": %zu, \"encode_s\": %.6f, \"prompt_bytes\": "
+      "%zu, "
+      "\"prompt_tokens\": %zu, \"multiturn_full_s\": %.6f, \"multiturn_cached_s\": %.6f, "
+      "\"encode_cpu_s\": %.6f, "
       "\"multiturn_full_cpu_s\": %.6f, \"multiturn_cached_cpu_s\": %.6f}\n",
-      bytes, tokens, encode_s, prompt_bytes, full_tokens, multiturn_full_s, multiturn_cached_s, encode_cpu_s,
-      multiturn_full_cpu_s, multiturn_cached_cpu_s);
+      bytes, tokens, encode_s, prompt_bytes, full_tokens, multiturn_full_s, multiturn_cached_s,
+      encode_cpu_s, multiturn_full_cpu_s, multiturn_cached_cpu_s);
   return 0;
 }

@@ -26,7 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view input(reinterpret_cast<const char*>(data), size);
   const std::size_t split = input.find("\n---\n");
   const std::string_view source = input.substr(0, split);
-  const std::string_view context_text = split == std::string_view::npos ? kDefaultContext : input.substr(split + 5);
+  const std::string_view context_text =
+      split == std::string_view::npos ? kDefaultContext : input.substr(split + 5);
 
   boost::system::error_code ec;
   boost::json::value context = boost::json::parse(context_text, ec);

@@ -1,8 +1,8 @@
 // libFuzzer target: omni-proxy's request rewriting (inspect, prefill/decode/bootstrap bodies).
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 
 #include "rewrite_fuzz_checks.hpp"
 

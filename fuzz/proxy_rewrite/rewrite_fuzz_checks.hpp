@@ -37,8 +37,12 @@ inline std::string check_rewrites(std::string_view input) {
   if (!max_tokens || max_tokens->value != "1") return "prefill body max_tokens is not 1";
   if (find_member(*rescanned, "stream_options")) return "prefill body kept stream_options";
   for (const JsonMember& m : *original) {
-    static const std::string_view owned[] = {"stream", "max_tokens", "stream_options", "min_tokens",
-                                             "min_completion_tokens", "kv_transfer_params",
+    static const std::string_view owned[] = {"stream",
+                                             "max_tokens",
+                                             "stream_options",
+                                             "min_tokens",
+                                             "min_completion_tokens",
+                                             "kv_transfer_params",
                                              "max_completion_tokens"};
     bool is_owned = false;
     for (auto key : owned) is_owned = is_owned || m.key == key;

@@ -14,11 +14,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)omni::workload::parse_mooncake_line(text);
   (void)omni::workload::parse_azure_line(text);
   (void)omni::workload::parse_azure_timestamp(text);
-  for (auto format : {omni::workload::TraceFormat::kMooncake, omni::workload::TraceFormat::kAzure}) {
+  for (auto format :
+       {omni::workload::TraceFormat::kMooncake, omni::workload::TraceFormat::kAzure}) {
     omni::workload::TraceOptions options;
     options.system_prompt_tokens = 1024;
-    auto workload = omni::workload::make_trace_workload(std::make_unique<std::istringstream>(std::string(text)),
-                                                        format, options);
+    auto workload = omni::workload::make_trace_workload(
+        std::make_unique<std::istringstream>(std::string(text)), format, options);
     for (int i = 0; i < 64; ++i) {
       auto next = workload->next();
       if (!next.ok() || !next->has_value()) break;

@@ -10,7 +10,9 @@
 namespace omni::chat::jinja {
 namespace {
 
-Error invalid(std::string message) { return make_error(ErrorCode::kInvalidArgument, std::move(message)); }
+Error invalid(std::string message) {
+  return make_error(ErrorCode::kInvalidArgument, std::move(message));
+}
 
 // Number(string) in JS: whitespace-trimmed decimal (or Infinity); "" is 0; anything else NaN.
 double js_to_number(std::string_view s) {
@@ -23,7 +25,8 @@ double js_to_number(std::string_view s) {
     body.remove_prefix(1);
   }
   if (body == "Infinity") return negative ? -INFINITY : INFINITY;
-  if (body.empty() || body[0] == '+' || body[0] == '-' || body.find_first_of("iInN") != std::string_view::npos) {
+  if (body.empty() || body[0] == '+' || body[0] == '-' ||
+      body.find_first_of("iInN") != std::string_view::npos) {
     return NAN;
   }
   double d = 0;
@@ -33,13 +36,14 @@ double js_to_number(std::string_view s) {
 }
 
 bool is_object_builtin(std::string_view name) {
-  return name == "get" || name == "items" || name == "keys" || name == "values" || name == "dictsort";
+  return name == "get" || name == "items" || name == "keys" || name == "values" ||
+         name == "dictsort";
 }
 
 bool is_string_method(std::string_view name) {
-  return name == "upper" || name == "lower" || name == "strip" || name == "title" || name == "capitalize" ||
-         name == "rstrip" || name == "lstrip" || name == "startswith" || name == "endswith" || name == "split" ||
-         name == "replace";
+  return name == "upper" || name == "lower" || name == "strip" || name == "title" ||
+         name == "capitalize" || name == "rstrip" || name == "lstrip" || name == "startswith" ||
+         name == "endswith" || name == "split" || name == "replace";
 }
 
 }  // namespace
@@ -61,7 +65,9 @@ bool loose_equal(const Value& a, const Value& b) {
   const bool b_nullish = b.is_none() || b.is_undefined();
   if (a_nullish || b_nullish) return a_nullish && b_nullish;
   auto numeric_like = [](const Value& v) { return v.is_number() || v.is(Value::Kind::kBool); };
-  auto numeric = [](const Value& v) { return v.is(Value::Kind::kBool) ? (v.as_bool() ? 1.0 : 0.0) : v.as_number(); };
+  auto numeric = [](const Value& v) {
+    return v.is(Value::Kind::kBool) ? (v.as_bool() ? 1.0 : 0.0) : v.as_number();
+  };
   if (numeric_like(a) && numeric_like(b)) return numeric(a) == numeric(b);
   if (a.is_string() && numeric_like(b)) return js_to_number(a.as_string()) == numeric(b);
   if (b.is_string() && numeric_like(a)) return js_to_number(b.as_string()) == numeric(a);
@@ -73,7 +79,8 @@ Result<bool> apply_test(const Value& v, std::string_view name) {
   if (name == "boolean") return v.is(K::kBool);
   if (name == "callable") return v.is(K::kFunction);
   if (name == "odd" || name == "even") {
-    if (!v.is(K::kInt)) return invalid("cannot test '" + std::string(name) + "' on a " + std::string(v.type_name()));
+    if (!v.is(K::kInt))
+      return invalid("cannot test '" + std::string(name) + "' on a " + std::string(v.type_name()));
     return (v.as_int() % 2 != 0) == (name == "odd");
   }
   if (name == "false") return v.is(K::kBool) && !v.as_bool();
@@ -89,13 +96,15 @@ Result<bool> apply_test(const Value& v, std::string_view name) {
   if (name == "upper") return v.is_string() && v.as_string() == unicode_upper(v.as_string());
   if (name == "defined") return !v.is_undefined();
   if (name == "undefined") return v.is_undefined();
-  if (name == "equalto" || name == "eq") return invalid("unsupported: test '" + std::string(name) + "' needs an argument");
+  if (name == "equalto" || name == "eq")
+    return invalid("unsupported: test '" + std::string(name) + "' needs an argument");
   return invalid("unknown test '" + std::string(name) + "'");
 }
 
 Result<bool> apply_test_with(const Value& v, std::string_view name, const Value* other) {
   if (name == "equalto" || name == "eq") {
-    if (other == nullptr) return invalid("test '" + std::string(name) + "' needs a value to compare with");
+    if (other == nullptr)
+      return invalid("test '" + std::string(name) + "' needs a value to compare with");
     return strict_equal(v, *other);
   }
   return apply_test(v, name);
@@ -103,8 +112,9 @@ Result<bool> apply_test_with(const Value& v, std::string_view name, const Value*
 
 Result<Value> get_member(const Value& object, const Value& key) {
   if (object.is_object() || object.is(Value::Kind::kNamespace)) {
-    if (!key.is_string()) return invalid("cannot index a " + std::string(object.type_name()) + " with a " +
-                                         std::string(key.type_name()));
+    if (!key.is_string())
+      return invalid("cannot index a " + std::string(object.type_name()) + " with a " +
+                     std::string(key.type_name()));
     if (const Value* v = object.as_object().find(key.as_string())) return *v;
     if (object.is_object() && is_object_builtin(key.as_string())) {
       const std::string name = key.as_string();
@@ -125,13 +135,15 @@ Result<Value> get_member(const Value& object, const Value& key) {
       const auto cps = code_points(object.as_string());
       const auto n = static_cast<std::int64_t>(cps.size());
       const std::int64_t at = i < 0 ? n + i : i;
-      return at >= 0 && at < n ? Value::string(std::string(cps[static_cast<std::size_t>(at)])) : Value();
+      return at >= 0 && at < n ? Value::string(std::string(cps[static_cast<std::size_t>(at)]))
+                               : Value();
     }
-    if (!key.is_string()) return invalid("cannot index a " + std::string(object.type_name()) + " with a " +
-                                         std::string(key.type_name()));
+    if (!key.is_string())
+      return invalid("cannot index a " + std::string(object.type_name()) + " with a " +
+                     std::string(key.type_name()));
     if (key.as_string() == "length") {
-      return Value::integer(static_cast<std::int64_t>(object.is_array() ? object.items().size()
-                                                                         : utf16_length(object.as_string())));
+      return Value::integer(static_cast<std::int64_t>(
+          object.is_array() ? object.items().size() : utf16_length(object.as_string())));
     }
     if (object.is_string() && is_string_method(key.as_string())) {
       const std::string name = key.as_string();
@@ -142,7 +154,8 @@ Result<Value> get_member(const Value& object, const Value& key) {
     return Value();
   }
   if (!key.is_string()) {
-    return invalid("cannot index a " + std::string(object.type_name()) + " with a " + std::string(key.type_name()));
+    return invalid("cannot index a " + std::string(object.type_name()) + " with a " +
+                   std::string(key.type_name()));
   }
   return Value();  // e.g. an attribute of none or undefined: undefined, as in the reference
 }
@@ -152,7 +165,8 @@ namespace {
 Result<Value> string_split(const std::string& s, const CallArgs& args) {
   const Value sep = args.positional.size() > 0 ? args.positional[0] : Value::none();
   const Value maxsplit_v = args.positional.size() > 1 ? args.positional[1] : Value::integer(-1);
-  if (!sep.is_string() && !sep.is_none()) return invalid("split: the separator must be a string or none");
+  if (!sep.is_string() && !sep.is_none())
+    return invalid("split: the separator must be a string or none");
   if (!maxsplit_v.is(Value::Kind::kInt)) return invalid("split: maxsplit must be an integer");
   const std::int64_t maxsplit = maxsplit_v.as_int();
   std::vector<Value> parts;
@@ -184,8 +198,8 @@ Result<Value> string_split(const std::string& s, const CallArgs& args) {
   return Value::array(std::move(parts));
 }
 
-Result<std::string> replace_all(const std::string& s, const std::string& from, const std::string& to,
-                                std::int64_t count, std::size_t budget) {
+Result<std::string> replace_all(const std::string& s, const std::string& from,
+                                const std::string& to, std::int64_t count, std::size_t budget) {
   std::string out;
   std::int64_t remaining = count < 0 ? INT64_MAX : count;
   if (from.empty()) {
@@ -213,7 +227,8 @@ Result<std::string> replace_all(const std::string& s, const std::string& from, c
     out.append(s, start);
   }
   if (out.size() > budget) {
-    return make_error(ErrorCode::kTooLarge, "replace result exceeded the limit of " + std::to_string(budget) + " bytes");
+    return make_error(ErrorCode::kTooLarge,
+                      "replace result exceeded the limit of " + std::to_string(budget) + " bytes");
   }
   return out;
 }
@@ -229,9 +244,10 @@ Result<Value> string_replace(const std::string& s, const CallArgs& args) {
   Value count = Value::none();
   if (args.positional.size() > 2) count = args.positional[2];
   if (const Value* kw = args.keyword("count")) count = *kw;
-  if (!count.is(Value::Kind::kInt) && !count.is_none()) return invalid("replace() count must be an integer or none");
-  OMNI_CHAT_TRY(out, replace_all(s, from.as_string(), to.as_string(), count.is_none() ? -1 : count.as_int(),
-                                 kBuiltinStringBudget));
+  if (!count.is(Value::Kind::kInt) && !count.is_none())
+    return invalid("replace() count must be an integer or none");
+  OMNI_CHAT_TRY(out, replace_all(s, from.as_string(), to.as_string(),
+                                 count.is_none() ? -1 : count.as_int(), kBuiltinStringBudget));
   return Value::string(std::move(out));
 }
 
@@ -239,13 +255,15 @@ Result<Value> string_affix(const std::string& s, const CallArgs& args, bool pref
   const char* name = prefix ? "startswith" : "endswith";
   if (args.positional.empty()) return invalid(std::string(name) + "() needs an argument");
   auto matches = [&](const std::string& p) {
-    return p.size() <= s.size() && (prefix ? s.compare(0, p.size(), p) == 0 : s.compare(s.size() - p.size(), p.size(), p) == 0);
+    return p.size() <= s.size() && (prefix ? s.compare(0, p.size(), p) == 0
+                                           : s.compare(s.size() - p.size(), p.size(), p) == 0);
   };
   const Value& pattern = args.positional[0];
   if (pattern.is_string()) return Value::boolean(matches(pattern.as_string()));
   if (pattern.is_array()) {
     for (const Value& item : pattern.items()) {
-      if (!item.is_string()) return invalid(std::string(name) + "() tuple elements must be strings");
+      if (!item.is_string())
+        return invalid(std::string(name) + "() tuple elements must be strings");
       if (matches(item.as_string())) return Value::boolean(true);
     }
     return Value::boolean(false);
@@ -255,7 +273,8 @@ Result<Value> string_affix(const std::string& s, const CallArgs& args, bool pref
 
 }  // namespace
 
-Result<Value> call_string_method(const std::string& s, std::string_view name, const CallArgs& args) {
+Result<Value> call_string_method(const std::string& s, std::string_view name,
+                                 const CallArgs& args) {
   // As in the reference, strip/lstrip/rstrip ignore a `chars` argument and remove whitespace.
   if (name == "upper") return Value::string(unicode_upper(s));
   if (name == "lower") return Value::string(unicode_lower(s));

@@ -14,8 +14,8 @@
 namespace omni::chat::jinja {
 
 // `operand | name` (args == nullptr) or `operand | name(args...)`.
-Result<Value> apply_filter(Interpreter& in, const Value& operand, std::string_view name, CallArgs* args,
-                           Scope& scope);
+Result<Value> apply_filter(Interpreter& in, const Value& operand, std::string_view name,
+                           CallArgs* args, Scope& scope);
 
 // `operand is name`; kInvalidArgument for an unknown test.
 Result<bool> apply_test(const Value& operand, std::string_view name);

@@ -9,7 +9,9 @@
 namespace omni::chat {
 namespace {
 
-Error invalid(std::string message) { return make_error(ErrorCode::kInvalidArgument, std::move(message)); }
+Error invalid(std::string message) {
+  return make_error(ErrorCode::kInvalidArgument, std::move(message));
+}
 
 // "bos_token": "<s>" or {"__type": "AddedToken", "content": "<s>", ...}; null is left out.
 const boost::json::string* token_text(const boost::json::value& v) {
@@ -47,7 +49,8 @@ Result<boost::json::value> flatten_content(const boost::json::value& content) {
 }
 
 Result<boost::json::array> normalize_messages(const boost::json::value* messages) {
-  if (messages == nullptr || !messages->is_array()) return invalid("request: 'messages' must be an array");
+  if (messages == nullptr || !messages->is_array())
+    return invalid("request: 'messages' must be an array");
   boost::json::array out;
   for (const auto& message : messages->get_array()) {
     if (!message.is_object()) return invalid("request: every message must be an object");
@@ -65,7 +68,8 @@ Result<boost::json::array> normalize_messages(const boost::json::value* messages
 }  // namespace
 
 Result<std::string> render_chat(const Template& tmpl, const boost::json::object& request,
-                                const boost::json::object& tokenizer_config, const ChatOptions& options) {
+                                const boost::json::object& tokenizer_config,
+                                const ChatOptions& options) {
   boost::json::object context;
   for (const auto& kv : tokenizer_config) {
     if (!ends_with(kv.key(), "_token")) continue;
@@ -78,10 +82,12 @@ Result<std::string> render_chat(const Template& tmpl, const boost::json::object&
     if (!tools->is_array()) return invalid("request: 'tools' must be an array");
     context["tools"] = *tools;
   }
-  if (const auto* documents = request.if_contains("documents"); documents != nullptr && !documents->is_null()) {
+  if (const auto* documents = request.if_contains("documents");
+      documents != nullptr && !documents->is_null()) {
     context["documents"] = *documents;
   }
-  if (const auto* kwargs = request.if_contains("chat_template_kwargs"); kwargs != nullptr && kwargs->is_object()) {
+  if (const auto* kwargs = request.if_contains("chat_template_kwargs");
+      kwargs != nullptr && kwargs->is_object()) {
     for (const auto& kv : kwargs->get_object()) {
       if (kv.key() == "messages" || kv.key() == "tools") continue;
       context[kv.key()] = kv.value();
@@ -91,7 +97,8 @@ Result<std::string> render_chat(const Template& tmpl, const boost::json::object&
   return tmpl.render(context, options.limits, options.now_unix_seconds);
 }
 
-Result<std::string> render_chat(const boost::json::object& request, const boost::json::object& tokenizer_config,
+Result<std::string> render_chat(const boost::json::object& request,
+                                const boost::json::object& tokenizer_config,
                                 const ChatOptions& options) {
   const auto* source = tokenizer_config.if_contains("chat_template");
   if (source == nullptr || source->is_null()) {
@@ -115,7 +122,8 @@ Result<std::string> render_chat(const boost::json::object& request, const boost:
       if (has_tools && name->get_string() == "tool_use") text = body->get_string();
     }
     if (text.empty()) text = fallback;
-    if (text.empty()) return make_error(ErrorCode::kNotFound, "tokenizer_config has no default chat_template");
+    if (text.empty())
+      return make_error(ErrorCode::kNotFound, "tokenizer_config has no default chat_template");
   } else {
     return invalid("tokenizer_config: chat_template must be a string or a list of named templates");
   }

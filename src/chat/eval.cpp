@@ -13,15 +13,19 @@
 namespace omni::chat::jinja {
 namespace {
 
-Error invalid(std::string message) { return make_error(ErrorCode::kInvalidArgument, std::move(message)); }
+Error invalid(std::string message) {
+  return make_error(ErrorCode::kInvalidArgument, std::move(message));
+}
 
 Error bad_operands(std::string_view op, const Value& a, const Value& b) {
-  return invalid("unsupported operator '" + std::string(op) + "' between " + std::string(a.type_name()) + " and " +
-                 std::string(b.type_name()));
+  return invalid("unsupported operator '" + std::string(op) + "' between " +
+                 std::string(a.type_name()) + " and " + std::string(b.type_name()));
 }
 
 bool numeric_like(const Value& v) { return v.is_number() || v.is(Value::Kind::kBool); }
-double numeric(const Value& v) { return v.is(Value::Kind::kBool) ? (v.as_bool() ? 1.0 : 0.0) : v.as_number(); }
+double numeric(const Value& v) {
+  return v.is(Value::Kind::kBool) ? (v.as_bool() ? 1.0 : 0.0) : v.as_number();
+}
 
 Result<Value> int_arithmetic(std::string_view op, std::int64_t a, std::int64_t b) {
   std::int64_t r = 0;
@@ -37,7 +41,8 @@ Result<Value> int_arithmetic(std::string_view op, std::int64_t a, std::int64_t b
     return Value::floating(static_cast<double>(a) / static_cast<double>(b));
   } else if (op == "//" || op == "%") {
     if (b == 0) return invalid(op == "//" ? "division by zero" : "modulo by zero");
-    if (a == std::numeric_limits<std::int64_t>::min() && b == -1) return invalid("integer overflow");
+    if (a == std::numeric_limits<std::int64_t>::min() && b == -1)
+      return invalid("integer overflow");
     if (op == "%") return Value::integer(a % b);  // JS remainder: the sign of the dividend
     r = a / b;
     if (a % b != 0 && ((a < 0) != (b < 0))) --r;  // floor, as Math.floor
@@ -95,8 +100,8 @@ Result<Value> Interpreter::eval(const Node& node, Scope& scope) {
   } leave{depth_};
   const std::size_t max_depth = std::min(limits_.max_depth, kMaxEvalDepth);
   if (depth_ > max_depth) {
-    return located(make_error(ErrorCode::kTooLarge,
-                              "template nesting deeper than the limit of " + std::to_string(max_depth)),
+    return located(make_error(ErrorCode::kTooLarge, "template nesting deeper than the limit of " +
+                                                        std::to_string(max_depth)),
                    node.line);
   }
   Status charged = charge(1);
@@ -121,7 +126,8 @@ Result<Value> Interpreter::eval_inner(const Node& node, Scope& scope) {
       }
       if (node.kind == NodeKind::kArray) return make_array(std::move(items));
       Value tuple = Value::array(std::move(items), true);
-      if (tuple.depth() > kMaxValueDepth) return make_error(ErrorCode::kTooLarge, "tuples nested too deeply");
+      if (tuple.depth() > kMaxValueDepth)
+        return make_error(ErrorCode::kTooLarge, "tuples nested too deeply");
       return tuple;
     }
     case NodeKind::kObject: return eval_object_literal(node, scope);
@@ -163,11 +169,13 @@ Result<Value> Interpreter::eval_object_literal(const Node& node, Scope& scope) {
   ObjectMap map;
   for (std::size_t i = 0; i + 1 < node.args.size(); i += 2) {
     OMNI_CHAT_TRY(key, eval(*node.args[i], scope));
-    if (!key.is_string()) return invalid("dict keys must be strings, got " + std::string(key.type_name()));
+    if (!key.is_string())
+      return invalid("dict keys must be strings, got " + std::string(key.type_name()));
     OMNI_CHAT_TRY(value, eval(*node.args[i + 1], scope));
     map.set(key.as_string(), std::move(value));
   }
-  if (map.depth() > kMaxValueDepth) return make_error(ErrorCode::kTooLarge, "dicts nested too deeply");
+  if (map.depth() > kMaxValueDepth)
+    return make_error(ErrorCode::kTooLarge, "dicts nested too deeply");
   return Value::object(std::move(map));
 }
 
@@ -175,13 +183,16 @@ Result<Value> Interpreter::eval_unary(const Node& node, Scope& scope) {
   OMNI_CHAT_TRY(operand, eval(*node.a, scope));
   if (node.text == "not") return Value::boolean(!operand.truthy());
   const bool negate = node.text == "-";
-  if (operand.is(Value::Kind::kFloat)) return Value::floating(negate ? -operand.as_float() : operand.as_float());
+  if (operand.is(Value::Kind::kFloat))
+    return Value::floating(negate ? -operand.as_float() : operand.as_float());
   if (operand.is(Value::Kind::kInt) || operand.is(Value::Kind::kBool)) {
-    const std::int64_t v = operand.is(Value::Kind::kBool) ? (operand.as_bool() ? 1 : 0) : operand.as_int();
+    const std::int64_t v =
+        operand.is(Value::Kind::kBool) ? (operand.as_bool() ? 1 : 0) : operand.as_int();
     if (negate && v == std::numeric_limits<std::int64_t>::min()) return invalid("integer overflow");
     return Value::integer(negate ? -v : v);
   }
-  return invalid("unsupported operator '" + node.text + "' for " + std::string(operand.type_name()));
+  return invalid("unsupported operator '" + node.text + "' for " +
+                 std::string(operand.type_name()));
 }
 
 Result<Value> Interpreter::eval_binary(const Node& node, Scope& scope) {
@@ -197,7 +208,8 @@ Result<Value> Interpreter::eval_binary(const Node& node, Scope& scope) {
     if (right.is_undefined() && membership) return Value::boolean(op == "not in");
     return invalid("unsupported operator '" + op + "' on an undefined value");
   }
-  if (left.is_none() || right.is_none()) return invalid("unsupported operator '" + op + "' on none");
+  if (left.is_none() || right.is_none())
+    return invalid("unsupported operator '" + op + "' on none");
   if (op == "~") {
     OMNI_CHAT_TRY(a, to_concat_string(left, budget()));
     OMNI_CHAT_TRY(b, to_concat_string(right, budget()));
@@ -206,7 +218,8 @@ Result<Value> Interpreter::eval_binary(const Node& node, Scope& scope) {
   }
   if (op == "**" && numeric_like(left) && numeric_like(right)) return power(left, right);
   if (left.is_number() && right.is_number()) {
-    if (left.is(Value::Kind::kInt) && right.is(Value::Kind::kInt)) return int_arithmetic(op, left.as_int(), right.as_int());
+    if (left.is(Value::Kind::kInt) && right.is(Value::Kind::kInt))
+      return int_arithmetic(op, left.as_int(), right.as_int());
     return float_arithmetic(op, left.as_number(), right.as_number());
   }
   if (left.is_array() && right.is_array() && op == "+") {
@@ -242,7 +255,8 @@ Status Interpreter::eval_arguments(const std::vector<NodePtr>& args, Scope& scop
   for (const auto& arg : args) {
     if (arg->kind == NodeKind::kSpread) {
       OMNI_CHAT_TRY(list, eval(*arg->a, scope));
-      if (!list.is_array()) return invalid("cannot unpack a " + std::string(list.type_name()) + " with '*'");
+      if (!list.is_array())
+        return invalid("cannot unpack a " + std::string(list.type_name()) + " with '*'");
       OMNI_CHAT_CHECK(charge(list.items().size()));
       out.positional.insert(out.positional.end(), list.items().begin(), list.items().end());
     } else if (arg->kind != NodeKind::kKeyword && arg->kind != NodeKind::kKeywordSpread) {
@@ -251,7 +265,8 @@ Status Interpreter::eval_arguments(const std::vector<NodePtr>& args, Scope& scop
     }
   }
   auto add = [&](const std::string& key, Value value) -> Status {
-    if (out.keyword(key) != nullptr) return invalid("got multiple values for keyword argument '" + key + "'");
+    if (out.keyword(key) != nullptr)
+      return invalid("got multiple values for keyword argument '" + key + "'");
     out.keywords.emplace_back(key, std::move(value));
     return {};
   };
@@ -273,10 +288,11 @@ Result<Value> Interpreter::eval_call(const Node& node, Scope& scope) {
   OMNI_CHAT_CHECK(eval_arguments(node.args, scope, args));
   OMNI_CHAT_TRY(fn, eval(*node.a, scope));
   if (!fn.is(Value::Kind::kFunction)) {
-    std::string what = node.a->kind == NodeKind::kIdentifier ? "'" + node.a->text + "'"
-                       : node.a->kind == NodeKind::kMember && node.a->b->kind == NodeKind::kIdentifier
-                           ? "method '" + node.a->b->text + "'"
-                           : "expression";
+    std::string what =
+        node.a->kind == NodeKind::kIdentifier ? "'" + node.a->text + "'"
+        : node.a->kind == NodeKind::kMember && node.a->b->kind == NodeKind::kIdentifier
+            ? "method '" + node.a->b->text + "'"
+            : "expression";
     return invalid("cannot call " + what + ": it is " + std::string(fn.type_name()) +
                    (fn.is_undefined() ? " (unknown function or method)" : ""));
   }
@@ -307,13 +323,18 @@ std::vector<std::size_t> slice_indices(std::int64_t size, std::optional<std::int
   std::int64_t from = 0;
   std::int64_t to = 0;
   if (step >= 0) {
-    from = start ? (*start < 0 ? std::max<std::int64_t>(size + *start, 0) : std::min(*start, size)) : 0;
-    to = stop ? (*stop < 0 ? std::max<std::int64_t>(size + *stop, 0) : std::min(*stop, size)) : size;
+    from = start ? (*start < 0 ? std::max<std::int64_t>(size + *start, 0) : std::min(*start, size))
+                 : 0;
+    to =
+        stop ? (*stop < 0 ? std::max<std::int64_t>(size + *stop, 0) : std::min(*stop, size)) : size;
     if (step == 0) return out;
     for (std::int64_t i = from; i < to; i += step) out.push_back(static_cast<std::size_t>(i));
   } else {
-    from = start ? (*start < 0 ? std::max<std::int64_t>(size + *start, -1) : std::min(*start, size - 1)) : size - 1;
-    to = stop ? (*stop < -1 ? std::max<std::int64_t>(size + *stop, -1) : std::min(*stop, size - 1)) : -1;
+    from = start ? (*start < 0 ? std::max<std::int64_t>(size + *start, -1)
+                               : std::min(*start, size - 1))
+                 : size - 1;
+    to = stop ? (*stop < -1 ? std::max<std::int64_t>(size + *stop, -1) : std::min(*stop, size - 1))
+              : -1;
     for (std::int64_t i = from; i > to; i += step) out.push_back(static_cast<std::size_t>(i));
   }
   return out;
@@ -336,7 +357,8 @@ Result<Value> Interpreter::eval_slice(const Value& object, const Node& slice, Sc
   }
   const std::int64_t step = parts[2].value_or(1);
   if (object.is_array()) {
-    const auto indices = slice_indices(static_cast<std::int64_t>(object.items().size()), parts[0], parts[1], step);
+    const auto indices =
+        slice_indices(static_cast<std::int64_t>(object.items().size()), parts[0], parts[1], step);
     std::vector<Value> items;
     items.reserve(indices.size());
     for (std::size_t i : indices) items.push_back(object.items()[i]);
@@ -344,14 +366,16 @@ Result<Value> Interpreter::eval_slice(const Value& object, const Node& slice, Sc
   }
   const auto cps = code_points(object.as_string());
   OMNI_CHAT_CHECK(charge(cps.size() / 16));
-  const auto indices = slice_indices(static_cast<std::int64_t>(cps.size()), parts[0], parts[1], step);
+  const auto indices =
+      slice_indices(static_cast<std::int64_t>(cps.size()), parts[0], parts[1], step);
   std::string out;
   for (std::size_t i : indices) out.append(cps[i]);
   return Value::string(std::move(out));
 }
 
 Result<Value> Interpreter::eval_filter(const Value& operand, const Node& filter, Scope& scope) {
-  if (filter.kind == NodeKind::kIdentifier) return apply_filter(*this, operand, filter.text, nullptr, scope);
+  if (filter.kind == NodeKind::kIdentifier)
+    return apply_filter(*this, operand, filter.text, nullptr, scope);
   CallArgs args;
   OMNI_CHAT_CHECK(eval_arguments(filter.args, scope, args));
   return apply_filter(*this, operand, filter.a->text, &args, scope);

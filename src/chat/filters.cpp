@@ -13,10 +13,13 @@
 namespace omni::chat::jinja {
 namespace {
 
-Error invalid(std::string message) { return make_error(ErrorCode::kInvalidArgument, std::move(message)); }
+Error invalid(std::string message) {
+  return make_error(ErrorCode::kInvalidArgument, std::move(message));
+}
 
 Error unknown_filter(std::string_view name, const Value& operand) {
-  return invalid("unsupported filter '" + std::string(name) + "' on a " + std::string(operand.type_name()));
+  return invalid("unsupported filter '" + std::string(name) + "' on a " +
+                 std::string(operand.type_name()));
 }
 
 const Value* argument(const CallArgs* args, std::size_t index, std::string_view keyword) {
@@ -52,8 +55,9 @@ std::optional<double> parse_float_prefix(std::string_view s) {
     body.remove_prefix(1);
   }
   if (body.substr(0, 8) == "Infinity") return negative ? -INFINITY : INFINITY;
-  const bool starts_number = !body.empty() && ((body[0] >= '0' && body[0] <= '9') ||
-                                               (body[0] == '.' && body.size() > 1 && body[1] >= '0' && body[1] <= '9'));
+  const bool starts_number =
+      !body.empty() && ((body[0] >= '0' && body[0] <= '9') ||
+                        (body[0] == '.' && body.size() > 1 && body[1] >= '0' && body[1] <= '9'));
   if (!starts_number) return std::nullopt;
   double d = 0;
   std::from_chars(body.data(), body.data() + body.size(), d);
@@ -61,13 +65,15 @@ std::optional<double> parse_float_prefix(std::string_view s) {
 }
 
 // Element spelling for `join` (JS Array.prototype.join on the raw values).
-Result<std::string> join_values(Interpreter& in, const std::vector<Value>& items, const std::string& sep) {
+Result<std::string> join_values(Interpreter& in, const std::vector<Value>& items,
+                                const std::string& sep) {
   std::string out;
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (i > 0) out += sep;
     const Value& v = items[i];
     if (v.is_none() || v.is_undefined()) continue;
-    if (v.is_object() || v.is(Value::Kind::kNamespace) || v.is_array() || v.is(Value::Kind::kFunction)) {
+    if (v.is_object() || v.is(Value::Kind::kNamespace) || v.is_array() ||
+        v.is(Value::Kind::kFunction)) {
       return invalid("join: cannot join a " + std::string(v.type_name()) + " element");
     }
     OMNI_CHAT_TRY(text, to_concat_string(v, in.budget()));
@@ -83,7 +89,9 @@ Result<int> compare_values(const Value& a, const Value& b, bool case_sensitive) 
   if (a.is_none() && b.is_none()) return 0;
   if (a.is_undefined() && b.is_undefined()) return 0;
   auto numeric_like = [](const Value& v) { return v.is_number() || v.is(Value::Kind::kBool); };
-  auto numeric = [](const Value& v) { return v.is(Value::Kind::kBool) ? (v.as_bool() ? 1.0 : 0.0) : v.as_number(); };
+  auto numeric = [](const Value& v) {
+    return v.is(Value::Kind::kBool) ? (v.as_bool() ? 1.0 : 0.0) : v.as_number();
+  };
   if (numeric_like(a) && numeric_like(b)) {
     const double x = numeric(a);
     const double y = numeric(b);
@@ -94,11 +102,12 @@ Result<int> compare_values(const Value& a, const Value& b, bool case_sensitive) 
     const std::string y = case_sensitive ? b.as_string() : unicode_lower(b.as_string());
     return x < y ? -1 : x > y ? 1 : 0;
   }
-  return invalid("cannot compare a " + std::string(a.type_name()) + " with a " + std::string(b.type_name()));
+  return invalid("cannot compare a " + std::string(a.type_name()) + " with a " +
+                 std::string(b.type_name()));
 }
 
-Result<Value> sort_values(Interpreter& in, std::vector<Value> items, bool reverse, bool case_sensitive,
-                          const std::function<Value(const Value&)>& key) {
+Result<Value> sort_values(Interpreter& in, std::vector<Value> items, bool reverse,
+                          bool case_sensitive, const std::function<Value(const Value&)>& key) {
   OMNI_CHAT_CHECK(in.charge(items.size() * 4));
   std::optional<Error> failure;
   std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
@@ -120,13 +129,15 @@ Value attribute_path(const Value& item, const std::string& path) {
   std::size_t start = 0;
   while (true) {
     const std::size_t dot = path.find('.', start);
-    const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    const std::string part =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (v.is_object() || v.is(Value::Kind::kNamespace)) {
       const Value* next = v.as_object().find(part);
       v = next != nullptr ? *next : Value();
     } else if (v.is_array()) {
       auto index = parse_int_prefix(part);
-      if (!index || *index < 0 || static_cast<std::size_t>(*index) >= v.items().size()) return Value();
+      if (!index || *index < 0 || static_cast<std::size_t>(*index) >= v.items().size())
+        return Value();
       v = v.items()[static_cast<std::size_t>(*index)];
     } else {
       return Value();
@@ -156,23 +167,27 @@ Result<Value> tojson_filter(Interpreter& in, const Value& operand, const CallArg
           !seps->items()[1].is_string()) {
         return invalid("tojson: separators must be a tuple of two strings");
       }
-      format.separators = std::make_pair(seps->items()[0].as_string(), seps->items()[1].as_string());
+      format.separators =
+          std::make_pair(seps->items()[0].as_string(), seps->items()[1].as_string());
     }
   }
   OMNI_CHAT_TRY(text, to_json(operand, format, in.budget()));
   return Value::string(std::move(text));
 }
 
-Result<Value> select_filter(Interpreter& in, const Value& operand, std::string_view name, const CallArgs& args) {
+Result<Value> select_filter(Interpreter& in, const Value& operand, std::string_view name,
+                            const CallArgs& args) {
   const bool select = name == "selectattr";
   for (const Value& item : operand.items()) {
     if (!item.is_object() && !item.is(Value::Kind::kNamespace)) {
       return invalid(std::string(name) + " can only be applied to a list of objects");
     }
   }
-  if (args.positional.empty() || !args.keywords.empty()) return invalid(std::string(name) + " needs string arguments");
+  if (args.positional.empty() || !args.keywords.empty())
+    return invalid(std::string(name) + " needs string arguments");
   for (const Value& a : args.positional) {
-    if (!a.is_string()) return invalid("the arguments of " + std::string(name) + " must be strings");
+    if (!a.is_string())
+      return invalid("the arguments of " + std::string(name) + " must be strings");
   }
   OMNI_CHAT_CHECK(in.charge(operand.items().size()));
   const std::string& attr = args.positional[0].as_string();
@@ -203,7 +218,8 @@ Result<Value> map_filter(Interpreter& in, const Value& operand, const CallArgs& 
   OMNI_CHAT_CHECK(in.charge(operand.items().size()));
   std::vector<Value> out;
   for (const Value& item : operand.items()) {
-    if (!item.is_object() && !item.is(Value::Kind::kNamespace)) return invalid("map: items must be objects");
+    if (!item.is_object() && !item.is(Value::Kind::kNamespace))
+      return invalid("map: items must be objects");
     Value v = attribute_path(item, attr->as_string());
     out.push_back(v.is_undefined() && fallback != nullptr ? *fallback : std::move(v));
   }
@@ -214,8 +230,10 @@ Result<Value> sort_filter(Interpreter& in, const Value& operand, const CallArgs*
   const Value* reverse = argument(args, 0, "reverse");
   const Value* case_sensitive = argument(args, 1, "case_sensitive");
   const Value* attribute = argument(args, 2, "attribute");
-  if (reverse && !reverse->is(Value::Kind::kBool)) return invalid("sort: reverse must be a boolean");
-  if (case_sensitive && !case_sensitive->is(Value::Kind::kBool)) return invalid("sort: case_sensitive must be a boolean");
+  if (reverse && !reverse->is(Value::Kind::kBool))
+    return invalid("sort: reverse must be a boolean");
+  if (case_sensitive && !case_sensitive->is(Value::Kind::kBool))
+    return invalid("sort: case_sensitive must be a boolean");
   std::optional<std::string> path;
   if (attribute && !attribute->is_none()) {
     if (attribute->is_string()) {
@@ -227,8 +245,8 @@ Result<Value> sort_filter(Interpreter& in, const Value& operand, const CallArgs*
     }
   }
   auto key = [&path](const Value& v) { return path ? attribute_path(v, *path) : v; };
-  return sort_values(in, operand.items(), reverse && reverse->as_bool(), case_sensitive && case_sensitive->as_bool(),
-                     key);
+  return sort_values(in, operand.items(), reverse && reverse->as_bool(),
+                     case_sensitive && case_sensitive->as_bool(), key);
 }
 
 Result<Value> indent_filter(const std::string& s, const CallArgs* args) {
@@ -244,7 +262,8 @@ Result<Value> indent_filter(const std::string& s, const CallArgs* args) {
   std::size_t start = 0;
   for (std::size_t line = 0;; ++line) {
     const std::size_t nl = s.find('\n', start);
-    const std::string_view text = std::string_view(s).substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+    const std::string_view text =
+        std::string_view(s).substr(start, nl == std::string::npos ? std::string::npos : nl - start);
     if (line > 0) out += '\n';
     if (!((line == 0 && !indent_first) || (text.empty() && !indent_blank))) out += pad;
     out += text;
@@ -254,7 +273,8 @@ Result<Value> indent_filter(const std::string& s, const CallArgs* args) {
   return Value::string(std::move(out));
 }
 
-Result<Value> array_filter(Interpreter& in, const Value& operand, std::string_view name, const CallArgs* args) {
+Result<Value> array_filter(Interpreter& in, const Value& operand, std::string_view name,
+                           const CallArgs* args) {
   const auto& items = operand.items();
   if (name == "list") return operand;
   if (name == "first") return items.empty() ? Value() : items.front();
@@ -276,18 +296,21 @@ Result<Value> array_filter(Interpreter& in, const Value& operand, std::string_vi
     OMNI_CHAT_CHECK(in.charge(items.size() * items.size() / 16 + items.size()));
     std::vector<Value> out;
     for (const Value& item : items) {
-      if (std::none_of(out.begin(), out.end(), [&](const Value& seen) { return strict_equal(seen, item); })) {
+      if (std::none_of(out.begin(), out.end(),
+                       [&](const Value& seen) { return strict_equal(seen, item); })) {
         out.push_back(item);
       }
     }
     return Value::array(std::move(out));
   }
-  if (args != nullptr && (name == "selectattr" || name == "rejectattr")) return select_filter(in, operand, name, *args);
+  if (args != nullptr && (name == "selectattr" || name == "rejectattr"))
+    return select_filter(in, operand, name, *args);
   if (args != nullptr && name == "map") return map_filter(in, operand, *args);
   return unknown_filter(name, operand);
 }
 
-Result<Value> string_filter(Interpreter& in, const Value& operand, std::string_view name, const CallArgs* args) {
+Result<Value> string_filter(Interpreter& in, const Value& operand, std::string_view name,
+                            const CallArgs* args) {
   const std::string& s = operand.as_string();
   if (args == nullptr) {
     if (name == "length") return Value::integer(static_cast<std::int64_t>(utf16_length(s)));
@@ -325,7 +348,8 @@ Result<Value> number_filter(const Value& operand, std::string_view name) {
   }
   if (name == "float") return Value::floating(operand.as_number());
   if (name == "string") {
-    return Value::string(is_int ? std::to_string(operand.as_int()) : float_to_output(operand.as_float()));
+    return Value::string(is_int ? std::to_string(operand.as_int())
+                                : float_to_output(operand.as_float()));
   }
   return unknown_filter(name, operand);
 }
@@ -340,15 +364,17 @@ Result<Value> bool_filter(const Value& operand, std::string_view name) {
 }
 
 // The filters taking arguments that apply to several types (join, int, float, default).
-std::optional<Result<Value>> generic_call_filter(Interpreter& in, const Value& operand, std::string_view name,
-                                                 const CallArgs& args) {
+std::optional<Result<Value>> generic_call_filter(Interpreter& in, const Value& operand,
+                                                 std::string_view name, const CallArgs& args) {
   if (name == "join") {
     const Value* sep = argument(&args, 0, "separator");
-    if (sep && !sep->is_string()) return Result<Value>(invalid("join: the separator must be a string"));
+    if (sep && !sep->is_string())
+      return Result<Value>(invalid("join: the separator must be a string"));
     const std::string separator = sep ? sep->as_string() : std::string();
     std::vector<Value> items;
     if (operand.is_string()) {
-      for (auto cp : code_points(operand.as_string())) items.push_back(Value::string(std::string(cp)));
+      for (auto cp : code_points(operand.as_string()))
+        items.push_back(Value::string(std::string(cp)));
     } else if (operand.is_array()) {
       items = operand.items();
     } else {
@@ -380,7 +406,8 @@ std::optional<Result<Value>> generic_call_filter(Interpreter& in, const Value& o
   if (name == "default") {
     const Value fallback = args.positional.empty() ? Value::string("") : args.positional[0];
     const Value* boolean = argument(&args, 1, "boolean");
-    if (boolean && !boolean->is(Value::Kind::kBool)) return Result<Value>(invalid("default: boolean must be a boolean"));
+    if (boolean && !boolean->is(Value::Kind::kBool))
+      return Result<Value>(invalid("default: boolean must be a boolean"));
     const bool use = operand.is_undefined() || (boolean && boolean->as_bool() && !operand.truthy());
     return Result<Value>(use ? fallback : operand);
   }
@@ -389,7 +416,8 @@ std::optional<Result<Value>> generic_call_filter(Interpreter& in, const Value& o
 
 }  // namespace
 
-Result<Value> apply_filter(Interpreter& in, const Value& operand, std::string_view name, CallArgs* args, Scope&) {
+Result<Value> apply_filter(Interpreter& in, const Value& operand, std::string_view name,
+                           CallArgs* args, Scope&) {
   if (name == "safe") return operand;
   if (name == "tojson") return tojson_filter(in, operand, args);
   if (args != nullptr) {
@@ -407,7 +435,8 @@ Result<Value> apply_filter(Interpreter& in, const Value& operand, std::string_vi
   if (operand.is_number()) return number_filter(operand, name);
   if (operand.is(Value::Kind::kBool)) return bool_filter(operand, name);
   if (operand.is_object()) {
-    if (name == "length") return Value::integer(static_cast<std::int64_t>(operand.as_object().size()));
+    if (name == "length")
+      return Value::integer(static_cast<std::int64_t>(operand.as_object().size()));
     OMNI_CHAT_CHECK(in.charge(operand.as_object().size()));
     return call_object_builtin(operand, name, CallArgs{});
   }
@@ -420,11 +449,13 @@ Result<Value> dictsort(const Value& object, const CallArgs& args) {
   const Value* case_sensitive = argument(&args, 0, "case_sensitive");
   const Value* by = argument(&args, 1, "by");
   const Value* reverse = argument(&args, 2, "reverse");
-  if (case_sensitive && !case_sensitive->is(Value::Kind::kBool)) return invalid("dictsort: case_sensitive must be a boolean");
+  if (case_sensitive && !case_sensitive->is(Value::Kind::kBool))
+    return invalid("dictsort: case_sensitive must be a boolean");
   if (by && (!by->is_string() || (by->as_string() != "key" && by->as_string() != "value"))) {
     return invalid("dictsort: by must be 'key' or 'value'");
   }
-  if (reverse && !reverse->is(Value::Kind::kBool)) return invalid("dictsort: reverse must be a boolean");
+  if (reverse && !reverse->is(Value::Kind::kBool))
+    return invalid("dictsort: reverse must be a boolean");
   std::vector<Value> pairs;
   for (const auto& [key, value] : object.as_object().entries()) {
     pairs.push_back(Value::array({Value::string(key), value}));
@@ -448,17 +479,20 @@ Result<Value> dictsort(const Value& object, const CallArgs& args) {
 
 }  // namespace
 
-Result<Value> call_object_builtin(const Value& object, std::string_view name, const CallArgs& args) {
+Result<Value> call_object_builtin(const Value& object, std::string_view name,
+                                  const CallArgs& args) {
   if (!object.is_object()) return unknown_filter(name, object);
   const ObjectMap& map = object.as_object();
   if (name == "get") {
-    if (args.positional.empty() || !args.positional[0].is_string()) return invalid("get: the key must be a string");
+    if (args.positional.empty() || !args.positional[0].is_string())
+      return invalid("get: the key must be a string");
     if (const Value* v = map.find(args.positional[0].as_string())) return *v;
     return args.positional.size() > 1 ? args.positional[1] : Value::none();
   }
   if (name == "items") {
     std::vector<Value> out;
-    for (const auto& [key, value] : map.entries()) out.push_back(Value::array({Value::string(key), value}));
+    for (const auto& [key, value] : map.entries())
+      out.push_back(Value::array({Value::string(key), value}));
     return Value::array(std::move(out));
   }
   if (name == "keys") {
@@ -492,7 +526,8 @@ Result<Value> namespace_fn(Interpreter&, CallArgs& args, Scope&) {
         map.set(pair.items()[0].as_string(), pair.items()[1]);
       }
     } else {
-      return invalid("namespace() expects a dict or a list of pairs, got a " + std::string(source.type_name()));
+      return invalid("namespace() expects a dict or a list of pairs, got a " +
+                     std::string(source.type_name()));
     }
   }
   for (const auto& [key, value] : args.keywords) map.set(key, value);
@@ -517,7 +552,8 @@ Result<Value> range_fn(Interpreter& in, CallArgs& args, Scope&) {
   if (args.positional.size() > 2) step = args.positional[2].as_int();
   if (step == 0) return invalid("range() step must not be zero");
   const long double span = static_cast<long double>(stop) - static_cast<long double>(start);
-  const long double count_ld = std::max<long double>(0, std::ceil(span / static_cast<long double>(step)));
+  const long double count_ld =
+      std::max<long double>(0, std::ceil(span / static_cast<long double>(step)));
   const auto count = static_cast<std::size_t>(std::min<long double>(count_ld, 1e18L));
   OMNI_CHAT_CHECK(in.charge(count));
   std::vector<Value> out;
@@ -543,10 +579,12 @@ Result<Value> raise_exception_fn(Interpreter& in, CallArgs& args, Scope&) {
 std::string format_time(std::int64_t unix_seconds, std::string_view format) {
   static constexpr const char* kShort[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                            "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-  static constexpr const char* kLong[] = {"January", "February", "March",     "April",   "May",      "June",
-                                          "July",    "August",   "September", "October", "November", "December"};
+  static constexpr const char* kLong[] = {"January",   "February", "March",    "April",
+                                          "May",       "June",     "July",     "August",
+                                          "September", "October",  "November", "December"};
   // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm): no libc clock calls.
-  const std::int64_t days = unix_seconds >= 0 ? unix_seconds / 86400 : (unix_seconds - 86399) / 86400;
+  const std::int64_t days =
+      unix_seconds >= 0 ? unix_seconds / 86400 : (unix_seconds - 86399) / 86400;
   const std::int64_t secs = unix_seconds - days * 86400;
   const std::int64_t z = days + 719468;
   const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
@@ -584,14 +622,15 @@ std::string format_time(std::int64_t unix_seconds, std::string_view format) {
 void install_globals(Scope& globals, std::optional<std::int64_t> now_unix_seconds) {
   if (now_unix_seconds) {
     const std::int64_t now = *now_unix_seconds;
-    globals.set("strftime_now", Value::function([now](Interpreter& in, CallArgs& args, Scope&) -> Result<Value> {
-      if (args.positional.size() != 1 || !args.positional[0].is_string()) {
-        return invalid("strftime_now() takes one format string");
-      }
-      std::string text = format_time(now, args.positional[0].as_string());
-      OMNI_CHAT_CHECK(in.check_size(text.size()));
-      return Value::string(std::move(text));
-    }));
+    globals.set("strftime_now",
+                Value::function([now](Interpreter& in, CallArgs& args, Scope&) -> Result<Value> {
+                  if (args.positional.size() != 1 || !args.positional[0].is_string()) {
+                    return invalid("strftime_now() takes one format string");
+                  }
+                  std::string text = format_time(now, args.positional[0].as_string());
+                  OMNI_CHAT_CHECK(in.check_size(text.size()));
+                  return Value::string(std::move(text));
+                }));
   }
   globals.set("true", Value::boolean(true));
   globals.set("false", Value::boolean(false));

@@ -14,7 +14,8 @@ namespace omni::chat::jinja {
 namespace {
 
 Error too_large(std::size_t budget) {
-  return make_error(ErrorCode::kTooLarge, "string longer than the limit of " + std::to_string(budget) + " bytes");
+  return make_error(ErrorCode::kTooLarge,
+                    "string longer than the limit of " + std::to_string(budget) + " bytes");
 }
 
 class JsonWriter {
@@ -28,7 +29,8 @@ class JsonWriter {
       key_sep_ = ": ";
     }
     // JS: `indent ? " ".repeat(indent) : ""`: 0 or negative means no pretty-printing.
-    if (f.indent && *f.indent > 0) indent_.assign(static_cast<std::size_t>(std::min<std::int64_t>(*f.indent, 64)), ' ');
+    if (f.indent && *f.indent > 0)
+      indent_.assign(static_cast<std::size_t>(std::min<std::int64_t>(*f.indent, 64)), ' ');
   }
 
   Status write(const Value& v, std::size_t depth) {
@@ -80,7 +82,8 @@ class JsonWriter {
     entries.reserve(map.size());
     for (const auto& e : map.entries()) entries.push_back(&e);
     if (f_.sort_keys) {
-      std::stable_sort(entries.begin(), entries.end(), [](auto* a, auto* b) { return a->first < b->first; });
+      std::stable_sort(entries.begin(), entries.end(),
+                       [](auto* a, auto* b) { return a->first < b->first; });
     }
     const bool pretty = !indent_.empty() && !entries.empty();
     out += '{';
@@ -118,7 +121,8 @@ bool is_array_index(std::string_view key, std::uint32_t& index) {
 
 Result<Value> convert(const boost::json::value& json, std::size_t depth, std::size_t max_depth);
 
-Result<Value> convert_object(const boost::json::object& obj, std::size_t depth, std::size_t max_depth) {
+Result<Value> convert_object(const boost::json::object& obj, std::size_t depth,
+                             std::size_t max_depth) {
   std::vector<std::pair<std::uint32_t, const boost::json::key_value_pair*>> indexed;
   std::vector<const boost::json::key_value_pair*> named;
   for (const auto& kv : obj) {
@@ -129,7 +133,8 @@ Result<Value> convert_object(const boost::json::object& obj, std::size_t depth, 
       named.push_back(&kv);
     }
   }
-  std::stable_sort(indexed.begin(), indexed.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  std::stable_sort(indexed.begin(), indexed.end(),
+                   [](auto& a, auto& b) { return a.first < b.first; });
   ObjectMap map;
   auto add = [&](const boost::json::key_value_pair& kv) -> Status {
     OMNI_CHAT_TRY(v, convert(kv.value(), depth + 1, max_depth));
@@ -152,7 +157,8 @@ Value convert_double(double d) {
 
 Result<Value> convert(const boost::json::value& json, std::size_t depth, std::size_t max_depth) {
   if (depth > max_depth) {
-    return make_error(ErrorCode::kTooLarge, "context JSON nested deeper than " + std::to_string(max_depth));
+    return make_error(ErrorCode::kTooLarge,
+                      "context JSON nested deeper than " + std::to_string(max_depth));
   }
   switch (json.kind()) {
     case boost::json::kind::null: return Value::none();
@@ -236,10 +242,10 @@ Result<std::string> to_concat_string(const Value& v, std::size_t budget) {
     }
     case Value::Kind::kObject:
     case Value::Kind::kNamespace:
-      return make_error(ErrorCode::kInvalidArgument, "cannot concatenate a " + std::string(v.type_name()) +
-                                                         " to a string (use tojson)");
-    default:
-      return to_output(v, budget);
+      return make_error(
+          ErrorCode::kInvalidArgument,
+          "cannot concatenate a " + std::string(v.type_name()) + " to a string (use tojson)");
+    default: return to_output(v, budget);
   }
 }
 

@@ -12,13 +12,18 @@ namespace {
 // Context JSON deeper than this is refused (messages and tools are a few levels deep).
 constexpr std::size_t kMaxContextDepth = 64;
 
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
 
-Error invalid(std::string message) { return make_error(ErrorCode::kInvalidArgument, std::move(message)); }
+Error invalid(std::string message) {
+  return make_error(ErrorCode::kInvalidArgument, std::move(message));
+}
 
 // Whether a macro body (or its parameter defaults) reads `varargs` or `kwargs`.
 bool uses_special_arguments(const Node& node) {
-  if (node.kind == NodeKind::kIdentifier && (node.text == "varargs" || node.text == "kwargs")) return true;
+  if (node.kind == NodeKind::kIdentifier && (node.text == "varargs" || node.text == "kwargs"))
+    return true;
   for (const NodePtr* child : {&node.a, &node.b, &node.c}) {
     if (*child && uses_special_arguments(**child)) return true;
   }
@@ -69,16 +74,18 @@ Interpreter::Interpreter(const RenderLimits& limits, std::optional<std::int64_t>
 Status Interpreter::charge(std::size_t steps) {
   steps_ += steps;
   if (steps_ > limits_.max_steps) {
-    return make_error(ErrorCode::kTooLarge,
-                      "template exceeded the limit of " + std::to_string(limits_.max_steps) + " evaluation steps");
+    return make_error(ErrorCode::kTooLarge, "template exceeded the limit of " +
+                                                std::to_string(limits_.max_steps) +
+                                                " evaluation steps");
   }
   return {};
 }
 
 Status Interpreter::check_size(std::size_t bytes) const {
   if (bytes > limits_.max_output_bytes) {
-    return make_error(ErrorCode::kTooLarge, "output exceeded the limit of " +
-                                                std::to_string(limits_.max_output_bytes) + " bytes");
+    return make_error(
+        ErrorCode::kTooLarge,
+        "output exceeded the limit of " + std::to_string(limits_.max_output_bytes) + " bytes");
   }
   return {};
 }
@@ -87,17 +94,20 @@ Result<Value> Interpreter::make_array(std::vector<Value> items) {
   OMNI_CHAT_CHECK(charge(items.size()));
   Value v = Value::array(std::move(items));
   if (v.depth() > kMaxValueDepth) {
-    return make_error(ErrorCode::kTooLarge, "lists nested deeper than " + std::to_string(kMaxValueDepth));
+    return make_error(ErrorCode::kTooLarge,
+                      "lists nested deeper than " + std::to_string(kMaxValueDepth));
   }
   return v;
 }
 
 Error Interpreter::located(Error error, std::uint32_t line) const {
-  if (!starts_with(error.message, "line ")) error.message = "line " + std::to_string(line) + ": " + error.message;
+  if (!starts_with(error.message, "line "))
+    error.message = "line " + std::to_string(line) + ": " + error.message;
   return error;
 }
 
-Result<std::string> Interpreter::run(const std::vector<NodePtr>& program, const boost::json::object& context) {
+Result<std::string> Interpreter::run(const std::vector<NodePtr>& program,
+                                     const boost::json::object& context) {
   Scope globals(nullptr);
   install_globals(globals, now_);
   for (const auto& kv : context) {
@@ -145,8 +155,9 @@ Result<Interpreter::Flow> Interpreter::exec_block(const std::vector<NodePtr>& bo
 Result<Interpreter::Flow> Interpreter::exec(const Node& node, Scope& scope, std::string& out) {
   DepthGuard guard(depth_);
   if (depth_ > std::min(limits_.max_depth, kMaxEvalDepth)) {
-    return located(make_error(ErrorCode::kTooLarge, "template nesting deeper than the limit of " +
-                                                        std::to_string(std::min(limits_.max_depth, kMaxEvalDepth))),
+    return located(make_error(ErrorCode::kTooLarge,
+                              "template nesting deeper than the limit of " +
+                                  std::to_string(std::min(limits_.max_depth, kMaxEvalDepth))),
                    node.line);
   }
   Status status = charge(1);
@@ -156,8 +167,7 @@ Result<Interpreter::Flow> Interpreter::exec(const Node& node, Scope& scope, std:
       break;
     case NodeKind::kComment:
     case NodeKind::kBreak:
-    case NodeKind::kContinue:
-      break;
+    case NodeKind::kContinue: break;
     case NodeKind::kOutput: {
       if (!status.ok()) break;
       auto value = eval(*node.a, scope);
@@ -195,8 +205,7 @@ Result<Interpreter::Flow> Interpreter::exec(const Node& node, Scope& scope, std:
       status = filtered.ok() ? emit(out, *filtered) : Status(std::move(filtered).error());
       break;
     }
-    default:
-      status = invalid("unexpected expression in statement position");
+    default: status = invalid("unexpected expression in statement position");
   }
   if (!status.ok()) return located(std::move(status).error(), node.line);
   if (node.kind == NodeKind::kBreak) return Flow::kBreak;
@@ -219,24 +228,29 @@ Status Interpreter::exec_set(const Node& node, Scope& scope) {
     return {};
   }
   if (target.kind == NodeKind::kTuple) {
-    if (!value.is_array()) return invalid("cannot unpack a " + std::string(value.type_name()) + " in set");
+    if (!value.is_array())
+      return invalid("cannot unpack a " + std::string(value.type_name()) + " in set");
     if (value.items().size() != target.args.size()) {
-      return invalid(std::string("too ") + (target.args.size() > value.items().size() ? "few" : "many") +
+      return invalid(std::string("too ") +
+                     (target.args.size() > value.items().size() ? "few" : "many") +
                      " items to unpack in set");
     }
     for (std::size_t i = 0; i < target.args.size(); ++i) {
-      if (target.args[i]->kind != NodeKind::kIdentifier) return invalid("set can only unpack into names");
+      if (target.args[i]->kind != NodeKind::kIdentifier)
+        return invalid("set can only unpack into names");
       scope.set(target.args[i]->text, value.items()[i]);
     }
     return {};
   }
   if (target.kind == NodeKind::kMember) {
     OMNI_CHAT_TRY(object, eval(*target.a, scope));
-    if (!object.is(Value::Kind::kNamespace)) return invalid("cannot assign an attribute of a non-namespace object");
+    if (!object.is(Value::Kind::kNamespace))
+      return invalid("cannot assign an attribute of a non-namespace object");
     if (target.flag || target.b->kind != NodeKind::kIdentifier) {
       return invalid("namespace assignment needs a plain attribute name (ns.name = ...)");
     }
-    if (value.has_namespace()) return invalid("unsupported: storing a namespace inside a namespace");
+    if (value.has_namespace())
+      return invalid("unsupported: storing a namespace inside a namespace");
     object.namespace_map().set(target.b->text, std::move(value));
     return {};
   }
@@ -250,7 +264,8 @@ Result<Interpreter::Flow> Interpreter::exec_for(const Node& node, Scope& scope, 
   if (iterable.is_array()) {
     source = iterable.items();
   } else if (iterable.is_object()) {
-    for (const auto& [key, value] : iterable.as_object().entries()) source.push_back(Value::string(key));
+    for (const auto& [key, value] : iterable.as_object().entries())
+      source.push_back(Value::string(key));
   } else {
     return invalid("cannot loop over a " + std::string(iterable.type_name()));
   }
@@ -261,13 +276,16 @@ Result<Interpreter::Flow> Interpreter::exec_for(const Node& node, Scope& scope, 
       s.set(target.text, item);
       return {};
     }
-    if (!item.is_array()) return invalid("cannot unpack a " + std::string(item.type_name()) + " in a for loop");
+    if (!item.is_array())
+      return invalid("cannot unpack a " + std::string(item.type_name()) + " in a for loop");
     if (item.items().size() != target.args.size()) {
-      return invalid(std::string("too ") + (target.args.size() > item.items().size() ? "few" : "many") +
+      return invalid(std::string("too ") +
+                     (target.args.size() > item.items().size() ? "few" : "many") +
                      " items to unpack in a for loop");
     }
     for (std::size_t j = 0; j < target.args.size(); ++j) {
-      if (target.args[j]->kind != NodeKind::kIdentifier) return invalid("a for loop can only unpack into names");
+      if (target.args[j]->kind != NodeKind::kIdentifier)
+        return invalid("a for loop can only unpack into names");
       s.set(target.args[j]->text, item.items()[j]);
     }
     return {};
@@ -316,8 +334,8 @@ Result<Interpreter::Flow> Interpreter::exec_for(const Node& node, Scope& scope, 
   return Flow::kNormal;
 }
 
-Status Interpreter::bind_parameters(const std::vector<NodePtr>& params, bool special_args, CallArgs& args,
-                                    Scope& scope, std::string_view name) {
+Status Interpreter::bind_parameters(const std::vector<NodePtr>& params, bool special_args,
+                                    CallArgs& args, Scope& scope, std::string_view name) {
   std::vector<std::pair<std::string, Value>> keywords = std::move(args.keywords);
   std::vector<const Node*> pending_defaults;
   for (std::size_t i = 0; i < params.size(); ++i) {
@@ -326,7 +344,8 @@ Status Interpreter::bind_parameters(const std::vector<NodePtr>& params, bool spe
     bool bound = i < args.positional.size();
     if (bound) value = args.positional[i];
     if (!bound) {
-      auto it = std::find_if(keywords.begin(), keywords.end(), [&](auto& kv) { return kv.first == param.text; });
+      auto it = std::find_if(keywords.begin(), keywords.end(),
+                             [&](auto& kv) { return kv.first == param.text; });
       if (it != keywords.end()) {
         value = std::move(it->second);
         keywords.erase(it);
@@ -341,12 +360,15 @@ Status Interpreter::bind_parameters(const std::vector<NodePtr>& params, bool spe
     for (auto& [key, value] : keywords) kwargs.set(key, std::move(value));
     scope.set("kwargs", Value::object(std::move(kwargs)));
     std::vector<Value> rest;
-    for (std::size_t i = params.size(); i < args.positional.size(); ++i) rest.push_back(args.positional[i]);
+    for (std::size_t i = params.size(); i < args.positional.size(); ++i)
+      rest.push_back(args.positional[i]);
     scope.set("varargs", Value::array(std::move(rest)));
   } else if (!keywords.empty()) {
-    return invalid("macro " + std::string(name) + " takes no keyword argument '" + keywords.front().first + "'");
+    return invalid("macro " + std::string(name) + " takes no keyword argument '" +
+                   keywords.front().first + "'");
   } else if (args.positional.size() > params.size()) {
-    return invalid("macro " + std::string(name) + " takes at most " + std::to_string(params.size()) + " argument(s)");
+    return invalid("macro " + std::string(name) + " takes at most " +
+                   std::to_string(params.size()) + " argument(s)");
   }
   for (const Node* param : pending_defaults) {
     OMNI_CHAT_TRY(value, eval(*param->a, scope));
@@ -358,12 +380,13 @@ Status Interpreter::bind_parameters(const std::vector<NodePtr>& params, bool spe
 Value Interpreter::define_macro(const Node& node) {
   const bool special = uses_special_arguments(node);
   const Node* macro = &node;
-  return Value::function([macro, special](Interpreter& in, CallArgs& args, Scope& caller) -> Result<Value> {
-    Scope macro_scope(&caller);
-    OMNI_CHAT_CHECK(in.bind_parameters(macro->args, special, args, macro_scope, macro->text));
-    OMNI_CHAT_TRY(text, in.capture(macro->body, macro_scope));
-    return Value::string(std::move(text));
-  });
+  return Value::function(
+      [macro, special](Interpreter& in, CallArgs& args, Scope& caller) -> Result<Value> {
+        Scope macro_scope(&caller);
+        OMNI_CHAT_CHECK(in.bind_parameters(macro->args, special, args, macro_scope, macro->text));
+        OMNI_CHAT_TRY(text, in.capture(macro->body, macro_scope));
+        return Value::string(std::move(text));
+      });
 }
 
 Status Interpreter::exec_call_block(const Node& node, Scope& scope, std::string& out) {
@@ -394,7 +417,8 @@ Status Interpreter::exec_call_block(const Node& node, Scope& scope, std::string&
 }
 
 Result<Value> Interpreter::call(const Value& fn, CallArgs& args, Scope& scope) {
-  if (!fn.is(Value::Kind::kFunction)) return invalid("cannot call a " + std::string(fn.type_name()));
+  if (!fn.is(Value::Kind::kFunction))
+    return invalid("cannot call a " + std::string(fn.type_name()));
   return fn.as_function()(*this, args, scope);
 }
 

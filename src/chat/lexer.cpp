@@ -38,7 +38,8 @@ Source with_lines(std::string_view source) {
 }
 
 bool starts_block(std::string_view s, std::size_t pos) {
-  return pos + 1 < s.size() && s[pos] == '{' && (s[pos + 1] == '#' || s[pos + 1] == '%' || s[pos + 1] == '-');
+  return pos + 1 < s.size() && s[pos] == '{' &&
+         (s[pos + 1] == '#' || s[pos + 1] == '%' || s[pos + 1] == '-');
 }
 
 // lstrip_blocks: /^[ \t]*({[#%-])/gm -> "$1".
@@ -173,7 +174,8 @@ class Lexer {
 
  private:
   Error error_at(std::size_t pos, const std::string& what) const {
-    const std::uint32_t line = src_.lines.empty() ? 1 : src_.lines[std::min(pos, src_.lines.size() - 1)];
+    const std::uint32_t line =
+        src_.lines.empty() ? 1 : src_.lines[std::min(pos, src_.lines.size() - 1)];
     return make_error(ErrorCode::kInvalidArgument, "line " + std::to_string(line) + ": " + what);
   }
   void push(TokenType type, std::string value, std::size_t at) {
@@ -188,7 +190,8 @@ class Lexer {
   }
   bool at(std::string_view seq) const { return s_.substr(pos_, seq.size()) == seq; }
   bool at_tag_open() const {
-    return pos_ + 1 < s_.size() && s_[pos_] == '{' && (s_[pos_ + 1] == '%' || s_[pos_ + 1] == '{' || s_[pos_ + 1] == '#');
+    return pos_ + 1 < s_.size() && s_[pos_] == '{' &&
+           (s_[pos_ + 1] == '%' || s_[pos_ + 1] == '{' || s_[pos_ + 1] == '#');
   }
 
   void strip_trailing_whitespace() {
@@ -213,7 +216,8 @@ class Lexer {
 };
 
 Status Lexer::step() {
-  if (tokens_.empty() || last_is({TokenType::kCloseStatement, TokenType::kCloseExpression, TokenType::kComment})) {
+  if (tokens_.empty() ||
+      last_is({TokenType::kCloseStatement, TokenType::kCloseExpression, TokenType::kComment})) {
     const std::size_t begin = pos_;
     while (pos_ < s_.size() && !at_tag_open()) ++pos_;
     if (pos_ > begin) {
@@ -225,7 +229,8 @@ Status Lexer::step() {
   if (at("{%-") || at("{{-")) {
     strip_trailing_whitespace();
     const bool statement = s_[pos_ + 1] == '%';
-    push(statement ? TokenType::kOpenStatement : TokenType::kOpenExpression, statement ? "{%" : "{{", pos_);
+    push(statement ? TokenType::kOpenStatement : TokenType::kOpenExpression,
+         statement ? "{%" : "{{", pos_);
     if (!statement) brace_depth_ = 0;
     pos_ += 3;
     return {};
@@ -234,14 +239,16 @@ Status Lexer::step() {
   if (pos_ >= s_.size()) return error_at(s_.size(), "unexpected end of template inside a tag");
   if (at("-%}") || at("-}}")) {
     const bool statement = s_[pos_ + 1] == '%';
-    push(statement ? TokenType::kCloseStatement : TokenType::kCloseExpression, statement ? "%}" : "}}", pos_);
+    push(statement ? TokenType::kCloseStatement : TokenType::kCloseExpression,
+         statement ? "%}" : "}}", pos_);
     pos_ += 3;
     skip_leading_whitespace();
     return {};
   }
   const char c = s_[pos_];
-  if ((c == '-' || c == '+') && !last_is({TokenType::kIdentifier, TokenType::kNumber, TokenType::kString,
-                                          TokenType::kCloseParen, TokenType::kCloseBracket})) {
+  if ((c == '-' || c == '+') &&
+      !last_is({TokenType::kIdentifier, TokenType::kNumber, TokenType::kString,
+                TokenType::kCloseParen, TokenType::kCloseBracket})) {
     return lex_sign(c);
   }
   for (const auto& [seq, type] : kSymbols) {
@@ -274,7 +281,8 @@ Status Lexer::lex_comment() {
   const bool strip_before = pos_ < s_.size() && s_[pos_] == '-';
   if (strip_before) ++pos_;
   const std::size_t end = s_.find("#}", pos_);
-  if (end == std::string_view::npos) return error_at(begin, "comment '{#' is never closed with '#}'");
+  if (end == std::string_view::npos)
+    return error_at(begin, "comment '{#' is never closed with '#}'");
   std::string comment(s_.substr(pos_, end - pos_));
   const bool strip_after = !comment.empty() && comment.back() == '-';
   if (strip_after) comment.pop_back();
@@ -307,7 +315,8 @@ Status Lexer::lex_sign(char sign) {
 void Lexer::lex_number() {
   const std::size_t begin = pos_;
   while (pos_ < s_.size() && is_digit(s_[pos_])) ++pos_;
-  if (!last_is({TokenType::kDot}) && pos_ + 1 < s_.size() && s_[pos_] == '.' && is_digit(s_[pos_ + 1])) {
+  if (!last_is({TokenType::kDot}) && pos_ + 1 < s_.size() && s_[pos_] == '.' &&
+      is_digit(s_[pos_ + 1])) {
     ++pos_;
     while (pos_ < s_.size() && is_digit(s_[pos_])) ++pos_;
   }

@@ -58,14 +58,15 @@ class Parser {
   std::string describe_current() const {
     if (at_end()) return "end of template";
     const Token& t = tokens_[pos_];
-    if (t.type == TokenType::kIdentifier || t.type == TokenType::kNumber) return "'" + t.value + "'";
+    if (t.type == TokenType::kIdentifier || t.type == TokenType::kNumber)
+      return "'" + t.value + "'";
     if (t.type == TokenType::kString) return "string '" + t.value.substr(0, 40) + "'";
     return std::string(token_type_name(t.type));
   }
   Status expect(TokenType type, std::string_view context) {
     if (!is(type)) {
-      return error("expected " + std::string(token_type_name(type)) + " " + std::string(context) + ", got " +
-                   describe_current());
+      return error("expected " + std::string(token_type_name(type)) + " " + std::string(context) +
+                   ", got " + describe_current());
     }
     ++pos_;
     return {};
@@ -83,8 +84,8 @@ class Parser {
                      std::string_view block, std::uint32_t opened_at) {
     while (!is_statement(names)) {
       if (at_end()) {
-        return error("{% " + std::string(block) + " %} opened on line " + std::to_string(opened_at) +
-                     " is never closed");
+        return error("{% " + std::string(block) + " %} opened on line " +
+                     std::to_string(opened_at) + " is never closed");
       }
       OMNI_CHAT_TRY(node, parse_any());
       out.push_back(std::move(node));
@@ -101,7 +102,8 @@ class Parser {
     std::size_t& depth;
   };
   Status check_depth() const {
-    if (depth_ > kMaxParseDepth) return error("template nesting deeper than " + std::to_string(kMaxParseDepth));
+    if (depth_ > kMaxParseDepth)
+      return error("template nesting deeper than " + std::to_string(kMaxParseDepth));
     return {};
   }
 
@@ -158,8 +160,7 @@ Result<NodePtr> Parser::parse_any() {
       ++pos_;
       return node;
     }
-    case TokenType::kOpenStatement:
-      return parse_statement();
+    case TokenType::kOpenStatement: return parse_statement();
     case TokenType::kOpenExpression: {
       auto node = make(NodeKind::kOutput, t.line);
       ++pos_;
@@ -168,15 +169,15 @@ Result<NodePtr> Parser::parse_any() {
       OMNI_CHAT_CHECK(expect(TokenType::kCloseExpression, "to close the expression"));
       return node;
     }
-    default:
-      return error("unexpected " + describe_current());
+    default: return error("unexpected " + describe_current());
   }
 }
 
 Result<NodePtr> Parser::parse_statement() {
   const std::uint32_t at = line();
   ++pos_;  // {%
-  if (!is(TokenType::kIdentifier)) return error("expected a statement name after '{%', got " + describe_current());
+  if (!is(TokenType::kIdentifier))
+    return error("expected a statement name after '{%', got " + describe_current());
   const std::string name = tokens_[pos_].value;
   ++pos_;
   if (name == "set") return parse_set(at);
@@ -243,7 +244,8 @@ Result<NodePtr> Parser::parse_for(std::uint32_t at) {
     return error("the loop variable of {% for %} must be a name or a tuple of names");
   }
   node->a = std::move(target);
-  if (!is_identifier("in")) return error("expected 'in' after the loop variable, got " + describe_current());
+  if (!is_identifier("in"))
+    return error("expected 'in' after the loop variable, got " + describe_current());
   ++pos_;
   OMNI_CHAT_TRY(iterable, parse_expression());
   if (iterable->kind == NodeKind::kSelect) {  // {% for x in xs if cond %}
@@ -265,7 +267,8 @@ Result<NodePtr> Parser::parse_for(std::uint32_t at) {
 
 Result<NodePtr> Parser::parse_macro(std::uint32_t at) {
   auto node = make(NodeKind::kMacro, at);
-  if (!is(TokenType::kIdentifier)) return error("expected the macro name, got " + describe_current());
+  if (!is(TokenType::kIdentifier))
+    return error("expected the macro name, got " + describe_current());
   node->text = tokens_[pos_++].value;
   OMNI_CHAT_CHECK(expect(TokenType::kOpenParen, "after the macro name"));
   OMNI_CHAT_CHECK(parse_arguments(node->args, true));
@@ -458,9 +461,11 @@ Result<NodePtr> Parser::parse_test() {
       node->flag = true;
       ++pos_;
     }
-    if (!is(TokenType::kIdentifier)) return error("expected a test name after 'is', got " + describe_current());
+    if (!is(TokenType::kIdentifier))
+      return error("expected a test name after 'is', got " + describe_current());
     node->text = tokens_[pos_++].value;
-    if (is(TokenType::kOpenParen)) return error("unsupported: test with arguments ('is " + node->text + "(...)')");
+    if (is(TokenType::kOpenParen))
+      return error("unsupported: test with arguments ('is " + node->text + "(...)')");
     node->a = std::move(operand);
     operand = std::move(node);
   }
@@ -468,7 +473,8 @@ Result<NodePtr> Parser::parse_test() {
 }
 
 Result<NodePtr> Parser::parse_filter_callee() {
-  if (!is(TokenType::kIdentifier)) return error("expected a filter name, got " + describe_current());
+  if (!is(TokenType::kIdentifier))
+    return error("expected a filter name, got " + describe_current());
   auto name = make(NodeKind::kIdentifier, line());
   name->text = tokens_[pos_++].value;
   if (!is(TokenType::kOpenParen)) return name;
@@ -534,7 +540,8 @@ Status Parser::parse_arguments(std::vector<NodePtr>& out, bool parameters) {
     if (at_end()) return error("unexpected end of template in an argument list");
     const bool keyword_spread = is(TokenType::kPower);
     const bool spread = is(TokenType::kMultiplicative) && tokens_[pos_].value == "*";
-    if (parameters && (keyword_spread || spread)) return error("argument unpacking in a macro's parameters");
+    if (parameters && (keyword_spread || spread))
+      return error("argument unpacking in a macro's parameters");
     if (keyword_spread) {
       auto node = make(NodeKind::kKeywordSpread, line());
       ++pos_;
@@ -558,7 +565,8 @@ Status Parser::parse_arguments(std::vector<NodePtr>& out, bool parameters) {
       arg = std::move(value);
       if (is(TokenType::kEquals)) {
         ++pos_;
-        if (arg->kind != NodeKind::kIdentifier) return error("expected a name before '=' in an argument list");
+        if (arg->kind != NodeKind::kIdentifier)
+          return error("expected a name before '=' in an argument list");
         auto keyword = make(NodeKind::kKeyword, arg->line);
         keyword->text = arg->text;
         OMNI_CHAT_TRY(default_value, parse_expression());
@@ -631,7 +639,8 @@ Result<NodePtr> Parser::parse_member(NodePtr object) {
       if (property->kind != NodeKind::kIdentifier && property->kind != NodeKind::kInteger) {
         return error("expected a name or an integer after '.'");
       }
-      if (property->kind == NodeKind::kIdentifier) property->shared_text = std::make_shared<const std::string>(property->text);
+      if (property->kind == NodeKind::kIdentifier)
+        property->shared_text = std::make_shared<const std::string>(property->text);
       node->b = std::move(property);
     }
     node->a = std::move(object);
@@ -661,8 +670,7 @@ Result<NodePtr> Parser::parse_primary() {
   OMNI_CHAT_CHECK(check_depth());
   const Token& t = tokens_[pos_++];
   switch (t.type) {
-    case TokenType::kNumber:
-      return parse_number(t);
+    case TokenType::kNumber: return parse_number(t);
     case TokenType::kString: {
       auto node = make(NodeKind::kString, t.line);
       node->text = t.value;
@@ -705,9 +713,7 @@ Result<NodePtr> Parser::parse_primary() {
       ++pos_;
       return node;
     }
-    default:
-      --pos_;
-      return error("unexpected " + describe_current() + " in an expression");
+    default: --pos_; return error("unexpected " + describe_current() + " in an expression");
   }
 }
 

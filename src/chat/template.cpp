@@ -9,7 +9,8 @@
 
 namespace omni::chat {
 
-Template::Template(std::shared_ptr<const detail::ChatTemplateProgram> program) : program_(std::move(program)) {}
+Template::Template(std::shared_ptr<const detail::ChatTemplateProgram> program)
+    : program_(std::move(program)) {}
 
 Result<Template> Template::parse(std::string_view source) {
   auto tokens = jinja::tokenize(source);
@@ -21,7 +22,8 @@ Result<Template> Template::parse(std::string_view source) {
   return Template(std::move(program));
 }
 
-Result<std::string> Template::render(const boost::json::object& context, const RenderLimits& limits) const {
+Result<std::string> Template::render(const boost::json::object& context,
+                                     const RenderLimits& limits) const {
   return render(context, limits, std::nullopt);
 }
 

@@ -5,10 +5,10 @@
 
 #include <unicode/urename.h>
 #include <unicode/ustring.h>
-#include <cstdlib>
-#include <string>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 namespace omni::chat::jinja {
 namespace {
@@ -16,7 +16,11 @@ namespace {
 // Decodes one UTF-8 code point at s[pos]; returns its length (1 for an invalid byte, cp = byte).
 std::size_t decode(std::string_view s, std::size_t pos, std::uint32_t& cp) {
   const auto b0 = static_cast<unsigned char>(s[pos]);
-  std::size_t len = b0 < 0x80 ? 1 : (b0 >> 5) == 0x6 ? 2 : (b0 >> 4) == 0xE ? 3 : (b0 >> 3) == 0x1E ? 4 : 0;
+  std::size_t len = b0 < 0x80           ? 1
+                    : (b0 >> 5) == 0x6  ? 2
+                    : (b0 >> 4) == 0xE  ? 3
+                    : (b0 >> 3) == 0x1E ? 4
+                                        : 0;
   if (len == 0 || pos + len > s.size()) {
     cp = b0;
     return 1;
@@ -35,11 +39,21 @@ std::size_t decode(std::string_view s, std::size_t pos, std::uint32_t& cp) {
 
 bool is_js_space_cp(std::uint32_t cp) {
   switch (cp) {
-    case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0xA0: case 0x1680:
-    case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000: case 0xFEFF:
-      return true;
-    default:
-      return cp >= 0x2000 && cp <= 0x200A;
+    case 0x09:
+    case 0x0A:
+    case 0x0B:
+    case 0x0C:
+    case 0x0D:
+    case 0x20:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000:
+    case 0xFEFF: return true;
+    default: return cp >= 0x2000 && cp <= 0x200A;
   }
 }
 
@@ -129,7 +143,8 @@ namespace {
 // Full Unicode case mapping in the root locale (what JS toUpperCase/toLowerCase do), through
 // UTF-16 with ICU; ASCII-only text takes the fast path.
 std::string icu_case(std::string_view s, bool to_upper) {
-  const bool ascii = std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+  const bool ascii =
+      std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
   if (ascii) {
     std::string out(s);
     for (char& c : out) c = to_upper ? upper(c) : lower(c);
@@ -144,14 +159,16 @@ std::string icu_case(std::string_view s, bool to_upper) {
   std::u16string mapped(static_cast<std::size_t>(in_len) * 3 + 8, u'\0');
   status = U_ZERO_ERROR;
   const std::int32_t mapped_len =
-      to_upper ? u_strToUpper(mapped.data(), static_cast<std::int32_t>(mapped.size()), in.data(), in_len, "", &status)
-               : u_strToLower(mapped.data(), static_cast<std::int32_t>(mapped.size()), in.data(), in_len, "", &status);
+      to_upper ? u_strToUpper(mapped.data(), static_cast<std::int32_t>(mapped.size()), in.data(),
+                              in_len, "", &status)
+               : u_strToLower(mapped.data(), static_cast<std::int32_t>(mapped.size()), in.data(),
+                              in_len, "", &status);
   if (U_FAILURE(status)) return std::string(s);
   std::string out(static_cast<std::size_t>(mapped_len) * 3 + 4, '\0');
   std::int32_t out_len = 0;
   status = U_ZERO_ERROR;
-  u_strToUTF8WithSub(out.data(), static_cast<std::int32_t>(out.size()), &out_len, mapped.data(), mapped_len, 0xFFFD,
-                     nullptr, &status);
+  u_strToUTF8WithSub(out.data(), static_cast<std::int32_t>(out.size()), &out_len, mapped.data(),
+                     mapped_len, 0xFFFD, nullptr, &status);
   if (U_FAILURE(status)) return std::string(s);
   out.resize(static_cast<std::size_t>(out_len));
   return out;
@@ -204,7 +221,8 @@ std::string js_number(double d) {
   if (k <= n && n <= 21) {
     out += digits + std::string(static_cast<std::size_t>(n - k), '0');
   } else if (0 < n && n <= 21) {
-    out += digits.substr(0, static_cast<std::size_t>(n)) + "." + digits.substr(static_cast<std::size_t>(n));
+    out += digits.substr(0, static_cast<std::size_t>(n)) + "." +
+           digits.substr(static_cast<std::size_t>(n));
   } else if (-6 < n && n <= 0) {
     out += "0." + std::string(static_cast<std::size_t>(-n), '0') + digits;
   } else {
@@ -221,13 +239,34 @@ void json_quote(std::string& out, std::string_view s, bool ensure_ascii) {
   for (std::size_t pos = 0; pos < s.size();) {
     const char c = s[pos];
     switch (c) {
-      case '"': out += "\\\""; ++pos; continue;
-      case '\\': out += "\\\\"; ++pos; continue;
-      case '\b': out += "\\b"; ++pos; continue;
-      case '\f': out += "\\f"; ++pos; continue;
-      case '\n': out += "\\n"; ++pos; continue;
-      case '\r': out += "\\r"; ++pos; continue;
-      case '\t': out += "\\t"; ++pos; continue;
+      case '"':
+        out += "\\\"";
+        ++pos;
+        continue;
+      case '\\':
+        out += "\\\\";
+        ++pos;
+        continue;
+      case '\b':
+        out += "\\b";
+        ++pos;
+        continue;
+      case '\f':
+        out += "\\f";
+        ++pos;
+        continue;
+      case '\n':
+        out += "\\n";
+        ++pos;
+        continue;
+      case '\r':
+        out += "\\r";
+        ++pos;
+        continue;
+      case '\t':
+        out += "\\t";
+        ++pos;
+        continue;
       default: break;
     }
     const auto uc = static_cast<unsigned char>(c);

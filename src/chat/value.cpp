@@ -80,23 +80,15 @@ const ObjectMap& Value::as_object() const {
 bool Value::truthy() const {
   switch (kind()) {
     case Kind::kUndefined:
-    case Kind::kNone:
-      return false;
-    case Kind::kBool:
-      return as_bool();
-    case Kind::kInt:
-      return as_int() != 0;
-    case Kind::kFloat:
-      return as_float() != 0.0 && as_float() == as_float();  // NaN is false in JS
-    case Kind::kString:
-      return !as_string().empty();
-    case Kind::kArray:
-      return !items().empty();
-    case Kind::kObject:
-      return as_object().size() > 0;
+    case Kind::kNone: return false;
+    case Kind::kBool: return as_bool();
+    case Kind::kInt: return as_int() != 0;
+    case Kind::kFloat: return as_float() != 0.0 && as_float() == as_float();  // NaN is false in JS
+    case Kind::kString: return !as_string().empty();
+    case Kind::kArray: return !items().empty();
+    case Kind::kObject: return as_object().size() > 0;
     case Kind::kNamespace:
-    case Kind::kFunction:
-      return true;
+    case Kind::kFunction: return true;
   }
   return false;
 }

@@ -41,7 +41,16 @@ struct NamespaceRef {
 class Value {
  public:
   enum class Kind : std::uint8_t {
-    kUndefined, kNone, kBool, kInt, kFloat, kString, kArray, kObject, kNamespace, kFunction
+    kUndefined,
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kArray,
+    kObject,
+    kNamespace,
+    kFunction
   };
 
   Value() = default;  // undefined
@@ -70,7 +79,9 @@ class Value {
   std::int64_t as_int() const { return std::get<std::int64_t>(data_); }
   double as_float() const { return std::get<double>(data_); }
   double as_number() const { return is(Kind::kInt) ? static_cast<double>(as_int()) : as_float(); }
-  const std::string& as_string() const { return *std::get<std::shared_ptr<const std::string>>(data_); }
+  const std::string& as_string() const {
+    return *std::get<std::shared_ptr<const std::string>>(data_);
+  }
   const ArrayData& array_data() const { return *std::get<std::shared_ptr<const ArrayData>>(data_); }
   const std::vector<Value>& items() const;
   const ObjectMap& as_object() const;  // object or namespace

@@ -6,8 +6,8 @@
 namespace omni::cluster {
 namespace {
 
-constexpr double kSmallest = 1e-6;   // values below count as this
-constexpr double kGrowth = 1.01;     // bucket i covers [kSmallest*g^i, kSmallest*g^(i+1))
+constexpr double kSmallest = 1e-6;      // values below count as this
+constexpr double kGrowth = 1.01;        // bucket i covers [kSmallest*g^i, kSmallest*g^(i+1))
 constexpr std::size_t kBuckets = 2800;  // up to ~1.2e6
 
 }  // namespace

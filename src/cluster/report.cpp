@@ -77,10 +77,13 @@ std::string line_chart_svg(const std::vector<Series>& series, const ChartOptions
       R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="11">)"
       "\n",
       options.width, options.height);
-  svg += fmt::format(R"(<text x="{}" y="16" font-size="13" font-weight="bold">{}</text>)" "\n",
+  svg += fmt::format(R"(<text x="{}" y="16" font-size="13" font-weight="bold">{}</text>)"
+                     "\n",
                      left, escape(options.title));
   if (xs.empty()) {
-    svg += fmt::format(R"(<text x="{}" y="{}">no data</text></svg>)" "\n", left, top + 20);
+    svg += fmt::format(R"(<text x="{}" y="{}">no data</text></svg>)"
+                       "\n",
+                       left, top + 20);
     return svg;
   }
   ys.lo = std::min(ys.lo, 0.0);
@@ -92,7 +95,8 @@ std::string line_chart_svg(const std::vector<Series>& series, const ChartOptions
   };
   const auto py = [&](double y) { return top + plot_h - (y - ys.lo) / (ys.hi - ys.lo) * plot_h; };
 
-  svg += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#888"/>)" "\n",
+  svg += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#888"/>)"
+                     "\n",
                      left, top, plot_w, plot_h);
   // Y ticks.
   const double y_step = nice_step(ys.hi - ys.lo, 5);
@@ -121,10 +125,12 @@ std::string line_chart_svg(const std::vector<Series>& series, const ChartOptions
           px(x), px(x), top, top + plot_h, px(x), top + plot_h + 14, tick_label(x));
     }
   }
-  svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">{}</text>)" "\n",
+  svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">{}</text>)"
+                     "\n",
                      left + plot_w / 2, options.height - 8, escape(options.x_label));
   svg += fmt::format(
-      R"svg(<text x="14" y="{}" text-anchor="middle" transform="rotate(-90 14 {})">{}</text>)svg" "\n",
+      R"svg(<text x="14" y="{}" text-anchor="middle" transform="rotate(-90 14 {})">{}</text>)svg"
+      "\n",
       top + plot_h / 2, top + plot_h / 2, escape(options.y_label));
   for (std::size_t i = 0; i < series.size(); ++i) {
     const char* colour = kColours[i % std::size(kColours)];
@@ -134,7 +140,8 @@ std::string line_chart_svg(const std::vector<Series>& series, const ChartOptions
       path += fmt::format("{}{:.1f},{:.1f}", path.empty() ? "M" : " L", px(x), py(y));
     }
     if (!path.empty()) {
-      svg += fmt::format(R"(<path d="{}" fill="none" stroke="{}" stroke-width="1.6"/>)" "\n",
+      svg += fmt::format(R"(<path d="{}" fill="none" stroke="{}" stroke-width="1.6"/>)"
+                         "\n",
                          path, colour);
     }
     const int ly = top + 12 + static_cast<int>(i) * 16;
@@ -165,15 +172,15 @@ std::vector<Series> timeline_series(const ClusterResult& result, bool kv) {
     Series s{result.timeline_labels[i], {}};
     for (const TimelinePoint& point : result.timeline) {
       if (i >= point.waiting.size()) continue;
-      s.points.emplace_back(point.t, kv ? point.kv_usage[i] * 100.0
-                                        : static_cast<double>(point.waiting[i]));
+      s.points.emplace_back(point.t,
+                            kv ? point.kv_usage[i] * 100.0 : static_cast<double>(point.waiting[i]));
     }
     series.push_back(std::move(s));
   }
   Series mean{kv ? "decode mean" : "decode mean", {}};
   for (const TimelinePoint& point : result.timeline) {
-    mean.points.emplace_back(point.t, kv ? point.mean_kv_usage_decode * 100.0
-                                         : point.mean_waiting_decode);
+    mean.points.emplace_back(point.t,
+                             kv ? point.mean_kv_usage_decode * 100.0 : point.mean_waiting_decode);
   }
   series.push_back(std::move(mean));
   return series;
@@ -190,7 +197,8 @@ std::string summary_table(const std::vector<ClusterResult>& results) {
   std::string html =
       "<table><tr><th>policy</th><th>completed</th><th>failed</th><th>TTFT p50 / p99 (ms)</th>"
       "<th>TPOT p50 / p99 (ms)</th><th>ITL p50 (ms)</th><th>E2E p50 (s)</th>"
-      "<th>req/s</th><th>out tok/s</th><th>goodput per s of arrivals (req/s)</th><th>cache hit</th></tr>\n";
+      "<th>req/s</th><th>out tok/s</th><th>goodput per s of arrivals (req/s)</th><th>cache "
+      "hit</th></tr>\n";
   for (const ClusterResult& r : results) {
     html += fmt::format(
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.1f} / {:.1f}</td><td>{:.2f} / {:.2f}</td>"

@@ -80,8 +80,8 @@ struct ZmqEventPublisher::Impl {
         bound_replay_endpoint = replay->get(zmq::sockopt::last_endpoint);
       }
     } catch (const zmq::error_t& e) {
-      return make_error(ErrorCode::kIo, "kv events: cannot open " + config.endpoint + ": " +
-                                            e.what());
+      return make_error(ErrorCode::kIo,
+                        "kv events: cannot open " + config.endpoint + ": " + e.what());
     }
     return ok_status();
   }
@@ -94,8 +94,9 @@ struct ZmqEventPublisher::Impl {
     try {
       bool ok = pub.send(bytes_of(topic), zmq::send_flags::sndmore | zmq::send_flags::dontwait)
                     .has_value();
-      ok = ok && pub.send(bytes_of(seq), zmq::send_flags::sndmore | zmq::send_flags::dontwait)
-                     .has_value();
+      ok =
+          ok &&
+          pub.send(bytes_of(seq), zmq::send_flags::sndmore | zmq::send_flags::dontwait).has_value();
       ok = ok && pub.send(bytes_of(payload), zmq::send_flags::dontwait).has_value();
       (ok ? published : send_failures).fetch_add(1, std::memory_order_relaxed);
     } catch (const zmq::error_t&) {

@@ -1,6 +1,6 @@
-// A bounded lock-free multi-producer, multi-consumer queue (Dmitry Vyukov's array queue): each cell carries a
-// sequence number that says whose turn it is, so producers claim cells with one CAS and never
-// block each other or the consumer. A full queue refuses (try_push returns false): the caller
+// A bounded lock-free multi-producer, multi-consumer queue (Dmitry Vyukov's array queue): each cell
+// carries a sequence number that says whose turn it is, so producers claim cells with one CAS and
+// never block each other or the consumer. A full queue refuses (try_push returns false): the caller
 // picks the overflow policy.
 #pragma once
 

@@ -1,7 +1,8 @@
 // A small open-addressing hash map from 64-bit keys to 32-bit values: linear probing over a
 // power-of-two table kept at most half full (short probe runs), 16-byte slots, deletion by
-// backward shift (no tombstones). Values must be below 0xffffffff (the empty marker). The prefix index does tens of
-// millions of lookups a second; std::unordered_map's node per entry costs too much there.
+// backward shift (no tombstones). Values must be below 0xffffffff (the empty marker). The prefix
+// index does tens of millions of lookups a second; std::unordered_map's node per entry costs too
+// much there.
 #pragma once
 
 #include <cstdint>

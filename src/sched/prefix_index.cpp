@@ -45,7 +45,8 @@ class Holders {
       inline_[size_++] = h;
       return;
     }
-    if (size_ == kInline) spill_ = std::make_unique<std::vector<Holder>>(inline_, inline_ + kInline);
+    if (size_ == kInline)
+      spill_ = std::make_unique<std::vector<Holder>>(inline_, inline_ + kInline);
     spill_->push_back(h);
     ++size_;
   }
@@ -84,7 +85,7 @@ struct PrefixIndex::Impl {
   std::vector<Block> blocks;
   std::vector<std::uint32_t> free_blocks;
   std::vector<std::uint32_t> generations;  // per instance
-  std::size_t clock_hand = 0;  // next block CLOCK considers for eviction
+  std::size_t clock_hand = 0;              // next block CLOCK considers for eviction
   std::size_t entries = 0;
   std::uint64_t events_applied = 0;
   std::uint64_t evicted = 0;
@@ -282,8 +283,7 @@ std::vector<PrefixMatch> PrefixIndex::match(std::span<const std::uint64_t> hashe
 }
 
 std::uint32_t PrefixIndex::match_instance(InstanceId instance,
-                                          std::span<const std::uint64_t> hashes,
-                                          double now) const {
+                                          std::span<const std::uint64_t> hashes, double now) const {
   std::uint32_t depth = 0;
   for (const std::uint64_t hash : hashes) {
     const auto id = impl_->where.find(hash);

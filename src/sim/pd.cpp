@@ -44,8 +44,7 @@ std::optional<std::uint64_t> count_blocks(const json::value& v) {
 
 }  // namespace
 
-std::variant<PdRequest, ApiError> parse_pd_request(
-    const std::optional<json::object>& params) {
+std::variant<PdRequest, ApiError> parse_pd_request(const std::optional<json::object>& params) {
   PdRequest out;
   if (!params) return out;
   const bool decode = flag(*params, "do_remote_decode");
@@ -84,7 +83,8 @@ std::variant<PdRequest, ApiError> parse_pd_request(
 }
 
 std::string format_prefill_params(const PrefillParams& p) {
-  std::string out = "{\"do_remote_prefill\":true,\"do_remote_decode\":false,\"remote_block_ids\":[[";
+  std::string out =
+      "{\"do_remote_prefill\":true,\"do_remote_decode\":false,\"remote_block_ids\":[[";
   for (std::size_t i = 0; i < p.block_ids.size(); ++i) {
     if (i) out += ',';
     out += std::to_string(p.block_ids[i]);

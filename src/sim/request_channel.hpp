@@ -39,7 +39,8 @@ class RequestChannel : public std::enable_shared_from_this<RequestChannel> {
   explicit RequestChannel(boost::asio::any_io_executor executor);
 
   // Driver side, any thread.
-  void update(std::uint32_t output_tokens, std::uint32_t cached_tokens, engine::FinishReason finish);
+  void update(std::uint32_t output_tokens, std::uint32_t cached_tokens,
+              engine::FinishReason finish);
   void fail(std::string message, int status = 500);
 
   // Handler side: returns as soon as the progress differs from `seen_tokens` or the request is

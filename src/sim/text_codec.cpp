@@ -11,18 +11,18 @@ namespace {
 constexpr std::uint32_t kFirstWord = 256;
 
 constexpr std::array<std::string_view, 96> kWords = {
-    " the",   " of",     " and",    " to",     " in",     " a",      " is",     " that",
-    " for",   " it",     " as",     " was",    " with",   " be",     " by",     " on",
-    " not",   " he",     " this",   " are",    " or",     " his",    " from",   " at",
-    " which", " but",    " have",   " an",     " had",    " they",   " you",    " were",
-    " their", " one",    " all",    " we",     " can",    " her",    " has",    " there",
-    " been",  " if",     " more",   " when",   " will",   " would",  " who",    " so",
-    " no",    " model",  " token",  " cache",  " block",  " prefix", " decode", " prefill",
-    " batch", " engine", " expert", " layer",  " time",   " step",   " river",  " stone",
-    " light", " world",  " house",  " water",  " green",  " quiet",  " swift",  " north",
-    " city",  " road",   " night",  " morning"," paper",  " garden", " music",  " window",
-    " ocean", " field",  " tree",   " bridge", " market", " story",  " number", " signal",
-    " cloud", " train",  " mountain"," letter", " answer", " question", ".", ",",
+    " the",   " of",     " and",      " to",      " in",     " a",        " is",     " that",
+    " for",   " it",     " as",       " was",     " with",   " be",       " by",     " on",
+    " not",   " he",     " this",     " are",     " or",     " his",      " from",   " at",
+    " which", " but",    " have",     " an",      " had",    " they",     " you",    " were",
+    " their", " one",    " all",      " we",      " can",    " her",      " has",    " there",
+    " been",  " if",     " more",     " when",    " will",   " would",    " who",    " so",
+    " no",    " model",  " token",    " cache",   " block",  " prefix",   " decode", " prefill",
+    " batch", " engine", " expert",   " layer",   " time",   " step",     " river",  " stone",
+    " light", " world",  " house",    " water",   " green",  " quiet",    " swift",  " north",
+    " city",  " road",   " night",    " morning", " paper",  " garden",   " music",  " window",
+    " ocean", " field",  " tree",     " bridge",  " market", " story",    " number", " signal",
+    " cloud", " train",  " mountain", " letter",  " answer", " question", ".",       ",",
 };
 
 class BuiltinCodec final : public TextCodec {

@@ -32,7 +32,8 @@ class TokenizerCodec final : public TextCodec {
     tokenizer::EncodeOptions options;
     options.add_special_tokens = false;
     auto ids = tok_->encode(text, options);
-    if (!ids) return {};  // refused text encodes to nothing: the request gets "Prompt cannot be empty"
+    if (!ids)
+      return {};  // refused text encodes to nothing: the request gets "Prompt cannot be empty"
     return std::vector<std::uint32_t>(ids->begin(), ids->end());
   }
   std::vector<std::uint32_t> encode_with_special_tokens(std::string_view text) const override {
@@ -49,7 +50,9 @@ class TokenizerCodec final : public TextCodec {
     const std::uint32_t one[] = {token};
     return tok_->decode(one);
   }
-  std::uint32_t vocab_size() const override { return static_cast<std::uint32_t>(tok_->vocab_size()); }
+  std::uint32_t vocab_size() const override {
+    return static_cast<std::uint32_t>(tok_->vocab_size());
+  }
   std::span<const std::uint32_t> generatable() const override { return generatable_; }
 
  private:

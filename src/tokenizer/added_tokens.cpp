@@ -11,7 +11,9 @@ namespace {
 
 constexpr std::uint32_t kNoChild = ~std::uint32_t{0};
 
-bool is_space_byte(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+bool is_space_byte(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
 
 // Word characters for single_word tokens: letters, digits and '_'.
 bool is_word_char_before(std::string_view text, std::size_t pos) {
@@ -34,7 +36,8 @@ bool is_word_char_at(std::string_view text, std::size_t pos) {
 
 std::uint32_t AddedTokenMatcher::child(std::uint32_t node, unsigned char b) const {
   const auto& c = nodes_[node].children;
-  auto it = std::lower_bound(c.begin(), c.end(), b, [](const auto& p, unsigned char v) { return p.first < v; });
+  auto it = std::lower_bound(c.begin(), c.end(), b,
+                             [](const auto& p, unsigned char v) { return p.first < v; });
   return it != c.end() && it->first == b ? it->second : kNoChild;
 }
 
@@ -48,7 +51,8 @@ void AddedTokenMatcher::add(const AddedToken& token) {
       next = static_cast<std::uint32_t>(nodes_.size());
       nodes_.push_back(Node{});
       auto& c = nodes_[node].children;
-      auto it = std::lower_bound(c.begin(), c.end(), b, [](const auto& p, unsigned char v) { return p.first < v; });
+      auto it = std::lower_bound(c.begin(), c.end(), b,
+                                 [](const auto& p, unsigned char v) { return p.first < v; });
       c.insert(it, {b, next});
     }
     node = next;
@@ -61,7 +65,8 @@ void AddedTokenMatcher::add(const AddedToken& token) {
   any_strip_ = any_strip_ || token.lstrip || token.rstrip || token.single_word;
 }
 
-std::size_t AddedTokenMatcher::longest_at(std::string_view text, std::size_t pos, std::uint32_t& token_index) const {
+std::size_t AddedTokenMatcher::longest_at(std::string_view text, std::size_t pos,
+                                          std::uint32_t& token_index) const {
   std::uint32_t node = 0;
   std::size_t best = 0;
   for (std::size_t i = pos; i < text.size(); ++i) {
@@ -75,7 +80,8 @@ std::size_t AddedTokenMatcher::longest_at(std::string_view text, std::size_t pos
   return best;
 }
 
-void AddedTokenMatcher::find_all(std::string_view text, std::size_t from, std::vector<AddedMatch>& out) const {
+void AddedTokenMatcher::find_all(std::string_view text, std::size_t from,
+                                 std::vector<AddedMatch>& out) const {
   if (tokens_.empty()) return;
   std::size_t previous_end = from;
   std::size_t pos = from;
@@ -91,7 +97,8 @@ void AddedTokenMatcher::find_all(std::string_view text, std::size_t from, std::v
       continue;
     }
     const AddedToken& token = tokens_[index];
-    if (token.single_word && (is_word_char_before(text, pos) || is_word_char_at(text, pos + length))) {
+    if (token.single_word &&
+        (is_word_char_before(text, pos) || is_word_char_at(text, pos + length))) {
       ++pos;
       continue;
     }

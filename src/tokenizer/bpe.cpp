@@ -22,8 +22,9 @@ std::string byte_fallback_spelling(unsigned char b) {
 
 }  // namespace
 
-std::optional<std::string> BpeModel::build(const BpeConfig& config, const std::vector<std::string>& tokens,
-                                           const std::vector<std::pair<std::string, std::string>>& merges) {
+std::optional<std::string> BpeModel::build(
+    const BpeConfig& config, const std::vector<std::string>& tokens,
+    const std::vector<std::pair<std::string, std::string>>& merges) {
   config_ = config;
   raw_to_id_.reserve(tokens.size());
   const auto raw = [&](const std::string& spelling) -> std::optional<std::string> {
@@ -37,7 +38,9 @@ std::optional<std::string> BpeModel::build(const BpeConfig& config, const std::v
   }
   for (unsigned b = 0; b < 256; ++b) {
     byte_ids_[b] = -1;
-    const std::string key = config_.byte_level ? std::string(1, static_cast<char>(b)) : byte_fallback_spelling(static_cast<unsigned char>(b));
+    const std::string key = config_.byte_level
+                                ? std::string(1, static_cast<char>(b))
+                                : byte_fallback_spelling(static_cast<unsigned char>(b));
     if (const TokenId* id = raw_to_id_.find(key)) byte_ids_[b] = *id;
   }
   merges_.reserve(merges.size());
@@ -71,7 +74,8 @@ void BpeModel::initial_symbols(std::string_view word, std::vector<TokenId>& symb
   if (config_.byte_level) {
     for (char c : word) {
       const std::int64_t id = byte_ids_[static_cast<unsigned char>(c)];
-      if (id >= 0) symbols.push_back(static_cast<TokenId>(id));  // a vocabulary without the byte drops it
+      if (id >= 0)
+        symbols.push_back(static_cast<TokenId>(id));  // a vocabulary without the byte drops it
     }
     return;
   }
@@ -91,12 +95,14 @@ void BpeModel::initial_symbols(std::string_view word, std::vector<TokenId>& symb
       bool all = true;
       for (char c : ch) all = all && byte_ids_[static_cast<unsigned char>(c)] >= 0;
       if (all) {
-        for (char c : ch) symbols.push_back(static_cast<TokenId>(byte_ids_[static_cast<unsigned char>(c)]));
+        for (char c : ch)
+          symbols.push_back(static_cast<TokenId>(byte_ids_[static_cast<unsigned char>(c)]));
         previous_unknown = false;
         continue;
       }
     }
-    if (config_.unk_id && !(config_.fuse_unk && previous_unknown)) symbols.push_back(*config_.unk_id);
+    if (config_.unk_id && !(config_.fuse_unk && previous_unknown))
+      symbols.push_back(*config_.unk_id);
     previous_unknown = true;
   }
 }
@@ -165,7 +171,9 @@ void BpeModel::merge_long(std::vector<TokenId>& symbols) const {
     std::uint32_t pos;
     TokenId left;
     TokenId right;
-    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+    bool operator>(const Candidate& o) const {
+      return rank != o.rank ? rank > o.rank : pos > o.pos;
+    }
   };
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
   const auto push = [&](std::uint32_t pos) {
@@ -180,7 +188,8 @@ void BpeModel::merge_long(std::vector<TokenId>& symbols) const {
     const Candidate c = heap.top();
     heap.pop();
     // Stale: the left symbol merged since (its id changed) or its right neighbour did.
-    if (symbols[c.pos] != c.left || next[c.pos] == kNone || symbols[next[c.pos]] != c.right) continue;
+    if (symbols[c.pos] != c.left || next[c.pos] == kNone || symbols[next[c.pos]] != c.right)
+      continue;
     const std::uint32_t right = next[c.pos];
     TokenId m = 0;
     rank_of(c.left, c.right, m);

@@ -22,10 +22,10 @@ namespace omni::tokenizer {
 using TokenId = std::uint32_t;
 
 struct BpeConfig {
-  bool byte_level = true;        // vocabulary spelled in the GPT-2 byte alphabet
-  bool byte_fallback = false;    // unknown characters become <0xXX> tokens
-  bool ignore_merges = false;    // a word that is itself in the vocabulary is one token
-  bool fuse_unk = false;         // consecutive unknown symbols become one unknown token
+  bool byte_level = true;      // vocabulary spelled in the GPT-2 byte alphabet
+  bool byte_fallback = false;  // unknown characters become <0xXX> tokens
+  bool ignore_merges = false;  // a word that is itself in the vocabulary is one token
+  bool fuse_unk = false;       // consecutive unknown symbols become one unknown token
   std::optional<TokenId> unk_id;
 };
 

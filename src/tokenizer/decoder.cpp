@@ -23,9 +23,12 @@ bool parse_byte_token(const std::string& t, unsigned char& byte) {
   for (std::size_t i = 3; i < 5; ++i) {
     const char c = t[i];
     value <<= 4;
-    if (c >= '0' && c <= '9') value |= static_cast<unsigned>(c - '0');
-    else if (c >= 'A' && c <= 'F') value |= static_cast<unsigned>(c - 'A' + 10);
-    else return false;
+    if (c >= '0' && c <= '9')
+      value |= static_cast<unsigned>(c - '0');
+    else if (c >= 'A' && c <= 'F')
+      value |= static_cast<unsigned>(c - 'A' + 10);
+    else
+      return false;
   }
   byte = static_cast<unsigned char>(value);
   return true;
@@ -74,13 +77,15 @@ class FuseDecoder final : public Decoder {
 
 class ReplaceDecoder final : public Decoder {
  public:
-  ReplaceDecoder(std::string pattern, std::string content) : pattern_(std::move(pattern)), content_(std::move(content)) {}
+  ReplaceDecoder(std::string pattern, std::string content)
+      : pattern_(std::move(pattern)), content_(std::move(content)) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     if (pattern_.empty()) return;
     for (auto& t : tokens) {
       std::string out;
       std::size_t from = 0;
-      for (std::size_t at = t.find(pattern_); at != std::string::npos; at = t.find(pattern_, from)) {
+      for (std::size_t at = t.find(pattern_); at != std::string::npos;
+           at = t.find(pattern_, from)) {
         out.append(t, from, at - from);
         out += content_;
         from = at + pattern_.size();
@@ -97,12 +102,14 @@ class ReplaceDecoder final : public Decoder {
 
 class StripDecoder final : public Decoder {
  public:
-  StripDecoder(std::string content, std::size_t start, std::size_t stop) : content_(std::move(content)), start_(start), stop_(stop) {}
+  StripDecoder(std::string content, std::size_t start, std::size_t stop)
+      : content_(std::move(content)), start_(start), stop_(stop) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     if (content_.empty()) return;
     for (auto& t : tokens) {
       std::size_t begin = 0;
-      for (std::size_t i = 0; i < start_ && t.compare(begin, content_.size(), content_) == 0; ++i) begin += content_.size();
+      for (std::size_t i = 0; i < start_ && t.compare(begin, content_.size(), content_) == 0; ++i)
+        begin += content_.size();
       std::size_t end = t.size();
       for (std::size_t i = 0; i < stop_ && end >= begin + content_.size() &&
                               t.compare(end - content_.size(), content_.size(), content_) == 0;
@@ -121,10 +128,12 @@ class StripDecoder final : public Decoder {
 
 class MetaspaceDecoder final : public Decoder {
  public:
-  MetaspaceDecoder(std::string replacement, bool strip_first) : replacement_(std::move(replacement)), strip_first_(strip_first) {}
+  MetaspaceDecoder(std::string replacement, bool strip_first)
+      : replacement_(std::move(replacement)), strip_first_(strip_first) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     ReplaceDecoder(replacement_, " ").decode_chain(tokens);
-    if (strip_first_ && !tokens.empty() && !tokens.front().empty() && tokens.front()[0] == ' ') tokens.front().erase(0, 1);
+    if (strip_first_ && !tokens.empty() && !tokens.front().empty() && tokens.front()[0] == ' ')
+      tokens.front().erase(0, 1);
   }
 
  private:
@@ -134,7 +143,8 @@ class MetaspaceDecoder final : public Decoder {
 
 class SequenceDecoder final : public Decoder {
  public:
-  explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> parts) : parts_(std::move(parts)) {}
+  explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> parts)
+      : parts_(std::move(parts)) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (const auto& p : parts_) p->decode_chain(tokens);
   }
@@ -152,12 +162,15 @@ std::string byte_level_token_bytes(const std::string& token) {
 }
 
 std::unique_ptr<Decoder> make_byte_level_decoder() { return std::make_unique<ByteLevelDecoder>(); }
-std::unique_ptr<Decoder> make_byte_fallback_decoder() { return std::make_unique<ByteFallbackDecoder>(); }
+std::unique_ptr<Decoder> make_byte_fallback_decoder() {
+  return std::make_unique<ByteFallbackDecoder>();
+}
 std::unique_ptr<Decoder> make_fuse_decoder() { return std::make_unique<FuseDecoder>(); }
 std::unique_ptr<Decoder> make_replace_decoder(std::string pattern, std::string content) {
   return std::make_unique<ReplaceDecoder>(std::move(pattern), std::move(content));
 }
-std::unique_ptr<Decoder> make_strip_decoder(std::string content, std::size_t start, std::size_t stop) {
+std::unique_ptr<Decoder> make_strip_decoder(std::string content, std::size_t start,
+                                            std::size_t stop) {
   return std::make_unique<StripDecoder>(std::move(content), start, stop);
 }
 std::unique_ptr<Decoder> make_metaspace_decoder(std::string replacement, bool strip_first_space) {

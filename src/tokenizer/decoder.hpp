@@ -26,7 +26,8 @@ std::unique_ptr<Decoder> make_byte_level_decoder();
 std::unique_ptr<Decoder> make_byte_fallback_decoder();
 std::unique_ptr<Decoder> make_fuse_decoder();
 std::unique_ptr<Decoder> make_replace_decoder(std::string pattern, std::string content);
-std::unique_ptr<Decoder> make_strip_decoder(std::string content, std::size_t start, std::size_t stop);
+std::unique_ptr<Decoder> make_strip_decoder(std::string content, std::size_t start,
+                                            std::size_t stop);
 std::unique_ptr<Decoder> make_metaspace_decoder(std::string replacement, bool strip_first_space);
 std::unique_ptr<Decoder> make_sequence_decoder(std::vector<std::unique_ptr<Decoder>> parts);
 

@@ -29,7 +29,8 @@ std::string Detokenizer::push(TokenId id) {
   State& s = *state_;
   const auto& impl = s.tokenizer->impl();
   if (!impl.decoded_bytes.empty()) {
-    if (id >= impl.decoded_bytes.size() || (s.options.skip_special_tokens && impl.special[id])) return {};
+    if (id >= impl.decoded_bytes.size() || (s.options.skip_special_tokens && impl.special[id]))
+      return {};
     s.pending += impl.decoded_bytes[id];
     const std::size_t complete = utf8::complete_prefix_length(s.pending);
     std::string out = utf8::to_valid_lossy(std::string_view(s.pending).substr(0, complete));
@@ -38,7 +39,8 @@ std::string Detokenizer::push(TokenId id) {
   }
   s.ids.push_back(id);
   const std::span<const TokenId> all(s.ids);
-  const std::string before = s.tokenizer->decode(all.subspan(s.prefix_offset, s.read_offset - s.prefix_offset), s.options);
+  const std::string before =
+      s.tokenizer->decode(all.subspan(s.prefix_offset, s.read_offset - s.prefix_offset), s.options);
   const std::string now = s.tokenizer->decode(all.subspan(s.prefix_offset), s.options);
   if (now.size() <= before.size() || now.compare(0, before.size(), before) != 0 ||
       now.ends_with(utf8::kReplacement)) {
@@ -58,7 +60,8 @@ std::string Detokenizer::finish() {
     return out;
   }
   const std::span<const TokenId> all(s.ids);
-  const std::string before = s.tokenizer->decode(all.subspan(s.prefix_offset, s.read_offset - s.prefix_offset), s.options);
+  const std::string before =
+      s.tokenizer->decode(all.subspan(s.prefix_offset, s.read_offset - s.prefix_offset), s.options);
   const std::string now = s.tokenizer->decode(all.subspan(s.prefix_offset), s.options);
   s.prefix_offset = s.read_offset = s.ids.size();
   return now.size() > before.size() ? now.substr(before.size()) : std::string();

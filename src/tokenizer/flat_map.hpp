@@ -97,7 +97,8 @@ class StringMap {
       i = (i + 1) & mask_;
     }
     slots_[i] = static_cast<std::uint32_t>(entries_.size());
-    entries_.push_back(Entry{h, static_cast<std::uint32_t>(arena_.size()), static_cast<std::uint32_t>(key.size()), std::move(value)});
+    entries_.push_back(Entry{h, static_cast<std::uint32_t>(arena_.size()),
+                             static_cast<std::uint32_t>(key.size()), std::move(value)});
     arena_.append(key);
     return true;
   }
@@ -123,7 +124,8 @@ class StringMap {
     V value;
   };
   bool matches(const Entry& e, std::uint64_t h, std::string_view key) const noexcept {
-    return e.hash == h && e.length == key.size() && std::string_view(arena_).substr(e.offset, e.length) == key;
+    return e.hash == h && e.length == key.size() &&
+           std::string_view(arena_).substr(e.offset, e.length) == key;
   }
   void grow() {
     slots_.assign(table_size_for(entries_.size() + 1 > 8 ? (entries_.size() + 1) * 2 : 16), kNone);

@@ -12,10 +12,12 @@ namespace json = boost::json;
 namespace {
 
 Error unsupported(std::string_view what, std::string_view type) {
-  return make_error(ErrorCode::kUnsupported,
-                    std::string(what) + " type '" + std::string(type) + "' is not supported by omni_tokenizer");
+  return make_error(ErrorCode::kUnsupported, std::string(what) + " type '" + std::string(type) +
+                                                 "' is not supported by omni_tokenizer");
 }
-Error invalid(std::string message) { return make_error(ErrorCode::kInvalidArgument, "tokenizer.json: " + std::move(message)); }
+Error invalid(std::string message) {
+  return make_error(ErrorCode::kInvalidArgument, "tokenizer.json: " + std::move(message));
+}
 
 // The model: BPE only.
 Result<std::vector<std::pair<std::string, std::string>>> read_merges(const json::array& merges) {
@@ -25,10 +27,13 @@ Result<std::vector<std::pair<std::string, std::string>>> read_merges(const json:
     if (m.is_string()) {
       const std::string_view s = m.get_string();
       const auto space = s.find(' ', 1);  // a merge part is never empty
-      if (space == std::string_view::npos) return invalid("merge '" + std::string(s) + "' has no space");
+      if (space == std::string_view::npos)
+        return invalid("merge '" + std::string(s) + "' has no space");
       out.emplace_back(std::string(s.substr(0, space)), std::string(s.substr(space + 1)));
-    } else if (m.is_array() && m.get_array().size() == 2 && m.get_array()[0].is_string() && m.get_array()[1].is_string()) {
-      out.emplace_back(std::string(m.get_array()[0].get_string()), std::string(m.get_array()[1].get_string()));
+    } else if (m.is_array() && m.get_array().size() == 2 && m.get_array()[0].is_string() &&
+               m.get_array()[1].is_string()) {
+      out.emplace_back(std::string(m.get_array()[0].get_string()),
+                       std::string(m.get_array()[1].get_string()));
     } else {
       return invalid("a merge is neither \"a b\" nor [\"a\", \"b\"]");
     }
@@ -39,12 +44,14 @@ Result<std::vector<std::pair<std::string, std::string>>> read_merges(const json:
 Status read_model(const json::object& model, bool byte_level, Tokenizer::Impl& impl) {
   const auto type = string_field(model, "type", "BPE");
   if (type != "BPE") return unsupported("model", type);
-  if (const auto* d = model.if_contains("dropout"); d != nullptr && !d->is_null() && number(*d) != 0.0) {
+  if (const auto* d = model.if_contains("dropout");
+      d != nullptr && !d->is_null() && number(*d) != 0.0) {
     return make_error(ErrorCode::kUnsupported, "BPE dropout is not supported by omni_tokenizer");
   }
   for (const char* affix : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     if (!string_field(model, affix, "").empty()) {
-      return make_error(ErrorCode::kUnsupported, std::string("BPE ") + affix + " is not supported by omni_tokenizer");
+      return make_error(ErrorCode::kUnsupported,
+                        std::string("BPE ") + affix + " is not supported by omni_tokenizer");
     }
   }
   const auto* vocab = model.if_contains("vocab");
@@ -105,8 +112,9 @@ Status read_added_tokens(const json::value* list, Tokenizer::Impl& impl) {
 Status check_unsupported_sections(const json::object& root) {
   for (const char* key : {"truncation", "padding"}) {
     if (const auto* v = root.if_contains(key); v != nullptr && !v->is_null()) {
-      return make_error(ErrorCode::kUnsupported, std::string("tokenizer.json '") + key +
-                                                     "' is set; omni_tokenizer does not truncate or pad");
+      return make_error(ErrorCode::kUnsupported,
+                        std::string("tokenizer.json '") + key +
+                            "' is set; omni_tokenizer does not truncate or pad");
     }
   }
   return {};
@@ -128,40 +136,52 @@ void resolve_config(const json::object& config, Tokenizer::Impl& impl) {
   // Processors that add nothing (ByteLevel, none) leave BOS/EOS to the config, as transformers'
   // LlamaTokenizerFast does with add_bos_token / add_eos_token.
   if (!impl.post.from_tokenizer_json) {
-    if (bool_field(config, "add_bos_token", false) && impl.bos) impl.post.prefix.push_back(*impl.bos);
-    if (bool_field(config, "add_eos_token", false) && impl.eos) impl.post.suffix.push_back(*impl.eos);
+    if (bool_field(config, "add_bos_token", false) && impl.bos)
+      impl.post.prefix.push_back(*impl.bos);
+    if (bool_field(config, "add_eos_token", false) && impl.eos)
+      impl.post.suffix.push_back(*impl.eos);
   }
 }
 
 }  // namespace
 
-Result<std::unique_ptr<Tokenizer::Impl>> load_impl(std::string_view tokenizer_json, std::string_view config_json) {
+Result<std::unique_ptr<Tokenizer::Impl>> load_impl(std::string_view tokenizer_json,
+                                                   std::string_view config_json) {
   json::error_code ec;
   json::value root = json::parse(tokenizer_json, ec);
-  if (ec || !root.is_object()) return invalid("not a JSON object" + (ec ? ": " + ec.message() : std::string()));
+  if (ec || !root.is_object())
+    return invalid("not a JSON object" + (ec ? ": " + ec.message() : std::string()));
   const auto& obj = root.get_object();
   if (auto st = check_unsupported_sections(obj); !st.ok()) return std::move(st).error();
 
   auto impl = std::make_unique<Tokenizer::Impl>();
-  if (auto st = read_normalizer(obj.if_contains("normalizer"), *impl); !st.ok()) return std::move(st).error();
-  if (auto st = read_pre_tokenizer(obj.if_contains("pre_tokenizer"), *impl); !st.ok()) return std::move(st).error();
-  if (auto st = read_decoder(obj.if_contains("decoder"), *impl); !st.ok()) return std::move(st).error();
+  if (auto st = read_normalizer(obj.if_contains("normalizer"), *impl); !st.ok())
+    return std::move(st).error();
+  if (auto st = read_pre_tokenizer(obj.if_contains("pre_tokenizer"), *impl); !st.ok())
+    return std::move(st).error();
+  if (auto st = read_decoder(obj.if_contains("decoder"), *impl); !st.ok())
+    return std::move(st).error();
   const auto* model = obj.if_contains("model");
   if (model == nullptr || !model->is_object()) return invalid("model is missing");
   const bool byte_level = (impl->pre_tokenizer && impl->pre_tokenizer->byte_level()) ||
                           (impl->decoder && impl->decoder->is_byte_level());
-  if (auto st = read_model(model->get_object(), byte_level, *impl); !st.ok()) return std::move(st).error();
-  if (auto st = read_added_tokens(obj.if_contains("added_tokens"), *impl); !st.ok()) return std::move(st).error();
+  if (auto st = read_model(model->get_object(), byte_level, *impl); !st.ok())
+    return std::move(st).error();
+  if (auto st = read_added_tokens(obj.if_contains("added_tokens"), *impl); !st.ok())
+    return std::move(st).error();
   impl->special.resize(impl->spellings.size(), false);
   impl->spelling_to_id.reserve(impl->spellings.size());
   for (std::size_t id = 0; id < impl->spellings.size(); ++id) {
-    if (!impl->spellings[id].empty()) impl->spelling_to_id.insert(impl->spellings[id], static_cast<TokenId>(id));
+    if (!impl->spellings[id].empty())
+      impl->spelling_to_id.insert(impl->spellings[id], static_cast<TokenId>(id));
   }
-  if (auto st = read_post_processor(obj.if_contains("post_processor"), *impl); !st.ok()) return std::move(st).error();
+  if (auto st = read_post_processor(obj.if_contains("post_processor"), *impl); !st.ok())
+    return std::move(st).error();
 
   if (!config_json.empty()) {
     json::value config = json::parse(config_json, ec);
-    if (ec || !config.is_object()) return make_error(ErrorCode::kInvalidArgument, "tokenizer_config.json: not a JSON object");
+    if (ec || !config.is_object())
+      return make_error(ErrorCode::kInvalidArgument, "tokenizer_config.json: not a JSON object");
     resolve_config(config.get_object(), *impl);
     impl->config_json = std::string(config_json);
   }

@@ -7,10 +7,12 @@ namespace json = boost::json;
 namespace {
 
 Error unsupported(std::string_view what, std::string_view type) {
-  return make_error(ErrorCode::kUnsupported,
-                    std::string(what) + " type '" + std::string(type) + "' is not supported by omni_tokenizer");
+  return make_error(ErrorCode::kUnsupported, std::string(what) + " type '" + std::string(type) +
+                                                 "' is not supported by omni_tokenizer");
 }
-Error invalid(std::string message) { return make_error(ErrorCode::kInvalidArgument, "tokenizer.json: " + std::move(message)); }
+Error invalid(std::string message) {
+  return make_error(ErrorCode::kInvalidArgument, "tokenizer.json: " + std::move(message));
+}
 
 const json::object* as_component(const json::value* v, std::string_view what, Status& status) {
   if (v == nullptr || v->is_null()) return nullptr;
@@ -43,7 +45,8 @@ Result<std::unique_ptr<Normalizer>> normalizer_from(const json::object& o);
 Result<std::unique_ptr<Normalizer>> normalizer_sequence(const json::object& o) {
   std::vector<std::unique_ptr<Normalizer>> parts;
   const auto* list = o.if_contains("normalizers");
-  if (list == nullptr || !list->is_array()) return invalid("Sequence normalizer without 'normalizers'");
+  if (list == nullptr || !list->is_array())
+    return invalid("Sequence normalizer without 'normalizers'");
   for (const auto& item : list->get_array()) {
     if (!item.is_object()) return invalid("a normalizer is not an object");
     auto part = normalizer_from(item.get_object());
@@ -66,7 +69,9 @@ Result<std::unique_ptr<Normalizer>> normalizer_from(const json::object& o) {
     std::string pattern;
     bool literal = false;
     if (!read_pattern(o, pattern, literal) || !literal) {
-      return make_error(ErrorCode::kUnsupported, "normalizer 'Replace' with a Regex pattern is not supported by omni_tokenizer");
+      return make_error(
+          ErrorCode::kUnsupported,
+          "normalizer 'Replace' with a Regex pattern is not supported by omni_tokenizer");
     }
     return make_replace_normalizer(pattern, string_field(o, "content", ""));
   }
@@ -87,25 +92,31 @@ Result<std::unique_ptr<PreTokenizer>> pre_tokenizer_from(const json::object& o) 
   if (type == "Split") {
     std::string pattern;
     bool literal = false;
-    if (!read_pattern(o, pattern, literal)) return invalid("Split without a Regex or String pattern");
+    if (!read_pattern(o, pattern, literal))
+      return invalid("Split without a Regex or String pattern");
     auto behavior = behavior_from(string_field(o, "behavior", "Isolated"));
     if (!behavior.ok()) return std::move(behavior).error();
     return make_split(pattern, literal, *behavior, bool_field(o, "invert", false));
   }
-  if (type == "ByteLevel") return make_byte_level_pre_tokenizer(bool_field(o, "add_prefix_space", true), bool_field(o, "use_regex", true));
+  if (type == "ByteLevel")
+    return make_byte_level_pre_tokenizer(bool_field(o, "add_prefix_space", true),
+                                         bool_field(o, "use_regex", true));
   if (type == "Digits") return make_digits(bool_field(o, "individual_digits", false));
   if (type == "Whitespace") return make_whitespace(false);
   if (type == "WhitespaceSplit") return make_whitespace(true);
   if (type == "Sequence") {
     const auto* list = o.if_contains("pretokenizers");
-    if (list == nullptr || !list->is_array()) return invalid("Sequence pre-tokenizer without 'pretokenizers'");
+    if (list == nullptr || !list->is_array())
+      return invalid("Sequence pre-tokenizer without 'pretokenizers'");
     std::vector<std::unique_ptr<PreTokenizer>> parts;
     for (const auto& item : list->get_array()) {
       if (!item.is_object()) return invalid("a pre-tokenizer is not an object");
       auto part = pre_tokenizer_from(item.get_object());
       if (!part.ok()) return std::move(part).error();
       if ((*part)->prefix_space() && !parts.empty()) {
-        return make_error(ErrorCode::kUnsupported, "ByteLevel add_prefix_space after another pre-tokenizer is not supported by omni_tokenizer");
+        return make_error(ErrorCode::kUnsupported,
+                          "ByteLevel add_prefix_space after another pre-tokenizer is not supported "
+                          "by omni_tokenizer");
       }
       parts.push_back(std::move(*part));
     }
@@ -122,19 +133,24 @@ Result<std::unique_ptr<Decoder>> decoder_from(const json::object& o) {
   if (type == "Strip") {
     const auto* start = o.if_contains("start");
     const auto* stop = o.if_contains("stop");
-    return make_strip_decoder(string_field(o, "content", " "), start ? static_cast<std::size_t>(number(*start)) : 0,
+    return make_strip_decoder(string_field(o, "content", " "),
+                              start ? static_cast<std::size_t>(number(*start)) : 0,
                               stop ? static_cast<std::size_t>(number(*stop)) : 0);
   }
   if (type == "Replace") {
     std::string pattern;
     bool literal = false;
     if (!read_pattern(o, pattern, literal) || !literal) {
-      return make_error(ErrorCode::kUnsupported, "decoder 'Replace' with a Regex pattern is not supported by omni_tokenizer");
+      return make_error(
+          ErrorCode::kUnsupported,
+          "decoder 'Replace' with a Regex pattern is not supported by omni_tokenizer");
     }
     return make_replace_decoder(pattern, string_field(o, "content", ""));
   }
   if (type == "Metaspace") {
-    const bool strip = string_field(o, "prepend_scheme", bool_field(o, "add_prefix_space", true) ? "always" : "never") != "never";
+    const bool strip =
+        string_field(o, "prepend_scheme",
+                     bool_field(o, "add_prefix_space", true) ? "always" : "never") != "never";
     return make_metaspace_decoder(string_field(o, "replacement", "\xE2\x96\x81"), strip);
   }
   if (type == "Sequence") {
@@ -156,7 +172,8 @@ Result<std::unique_ptr<Decoder>> decoder_from(const json::object& o) {
 Status template_single(const json::object& o, PostProcessing& post) {
   const auto* single = o.if_contains("single");
   const auto* specials = o.if_contains("special_tokens");
-  if (single == nullptr || !single->is_array()) return invalid("TemplateProcessing without 'single'");
+  if (single == nullptr || !single->is_array())
+    return invalid("TemplateProcessing without 'single'");
   bool seen_sequence = false;
   for (const auto& piece : single->get_array()) {
     if (!piece.is_object()) return invalid("TemplateProcessing piece is not an object");
@@ -165,11 +182,15 @@ Status template_single(const json::object& o, PostProcessing& post) {
       continue;
     }
     const auto* special = piece.get_object().if_contains("SpecialToken");
-    if (special == nullptr || !special->is_object()) return invalid("TemplateProcessing piece is neither Sequence nor SpecialToken");
+    if (special == nullptr || !special->is_object())
+      return invalid("TemplateProcessing piece is neither Sequence nor SpecialToken");
     const auto name = string_field(special->get_object(), "id", "");
-    const json::value* entry = specials && specials->is_object() ? specials->get_object().if_contains(name) : nullptr;
-    const json::value* ids = entry && entry->is_object() ? entry->get_object().if_contains("ids") : nullptr;
-    if (ids == nullptr || !ids->is_array()) return invalid("TemplateProcessing special token '" + name + "' has no ids");
+    const json::value* entry =
+        specials && specials->is_object() ? specials->get_object().if_contains(name) : nullptr;
+    const json::value* ids =
+        entry && entry->is_object() ? entry->get_object().if_contains("ids") : nullptr;
+    if (ids == nullptr || !ids->is_array())
+      return invalid("TemplateProcessing special token '" + name + "' has no ids");
     for (const auto& id : ids->get_array()) {
       auto t = token_id(id);
       if (!t) return invalid("TemplateProcessing special token '" + name + "' has a bad id");
@@ -193,7 +214,8 @@ Status post_processor_from(const json::object& o, PostProcessing& post) {
   if (type == "RobertaProcessing" || type == "BertProcessing") {
     const auto* cls = o.if_contains("cls");
     const auto* sep = o.if_contains("sep");
-    if (!cls || !sep || !cls->is_array() || !sep->is_array() || cls->get_array().size() != 2 || sep->get_array().size() != 2) {
+    if (!cls || !sep || !cls->is_array() || !sep->is_array() || cls->get_array().size() != 2 ||
+        sep->get_array().size() != 2) {
       return invalid(type + " without cls/sep");
     }
     auto c = token_id(cls->get_array()[1]);
@@ -206,7 +228,8 @@ Status post_processor_from(const json::object& o, PostProcessing& post) {
   }
   if (type == "Sequence") {
     const auto* list = o.if_contains("processors");
-    if (list == nullptr || !list->is_array()) return invalid("Sequence post-processor without 'processors'");
+    if (list == nullptr || !list->is_array())
+      return invalid("Sequence post-processor without 'processors'");
     for (const auto& item : list->get_array()) {
       if (!item.is_object()) return invalid("a post-processor is not an object");
       if (auto st = post_processor_from(item.get_object(), post); !st.ok()) return st;
@@ -238,8 +261,10 @@ double number(const json::value& v) {
 
 std::optional<TokenId> token_id(const json::value& v) {
   constexpr std::int64_t kMaxId = 1 << 26;  // far above any vocabulary; bounds memory on bad input
-  if (v.is_int64() && v.get_int64() >= 0 && v.get_int64() < kMaxId) return static_cast<TokenId>(v.get_int64());
-  if (v.is_uint64() && v.get_uint64() < static_cast<std::uint64_t>(kMaxId)) return static_cast<TokenId>(v.get_uint64());
+  if (v.is_int64() && v.get_int64() >= 0 && v.get_int64() < kMaxId)
+    return static_cast<TokenId>(v.get_int64());
+  if (v.is_uint64() && v.get_uint64() < static_cast<std::uint64_t>(kMaxId))
+    return static_cast<TokenId>(v.get_uint64());
   return std::nullopt;
 }
 

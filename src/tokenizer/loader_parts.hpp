@@ -11,7 +11,8 @@
 
 namespace omni::tokenizer {
 
-std::string string_field(const boost::json::object& o, std::string_view key, std::string_view fallback);
+std::string string_field(const boost::json::object& o, std::string_view key,
+                         std::string_view fallback);
 bool bool_field(const boost::json::object& o, std::string_view key, bool fallback);
 double number(const boost::json::value& v);
 std::optional<TokenId> token_id(const boost::json::value& v);

@@ -19,7 +19,8 @@ bool all_ascii(std::string_view text) {
 
 class UnicodeNormalizer final : public Normalizer {
  public:
-  UnicodeNormalizer(const icu::Normalizer2* n, bool compatibility) : n_(n), compatibility_(compatibility) {}
+  UnicodeNormalizer(const icu::Normalizer2* n, bool compatibility)
+      : n_(n), compatibility_(compatibility) {}
   bool apply(std::string_view text, std::string& out) const override {
     // ASCII is invariant under every form; most prompts are.
     if (all_ascii(text)) return false;
@@ -81,12 +82,14 @@ class PrependNormalizer final : public Normalizer {
 
 class ReplaceNormalizer final : public Normalizer {
  public:
-  ReplaceNormalizer(std::string pattern, std::string content) : pattern_(std::move(pattern)), content_(std::move(content)) {}
+  ReplaceNormalizer(std::string pattern, std::string content)
+      : pattern_(std::move(pattern)), content_(std::move(content)) {}
   bool apply(std::string_view text, std::string& out) const override {
     if (pattern_.empty() || text.find(pattern_) == std::string_view::npos) return false;
     std::string result;
     std::size_t from = 0;
-    for (std::size_t at = text.find(pattern_); at != std::string_view::npos; at = text.find(pattern_, from)) {
+    for (std::size_t at = text.find(pattern_); at != std::string_view::npos;
+         at = text.find(pattern_, from)) {
       result.append(text.substr(from, at - from));
       result += content_;
       from = at + pattern_.size();
@@ -105,7 +108,8 @@ class ReplaceNormalizer final : public Normalizer {
 
 class SequenceNormalizer final : public Normalizer {
  public:
-  explicit SequenceNormalizer(std::vector<std::unique_ptr<Normalizer>> parts) : parts_(std::move(parts)) {}
+  explicit SequenceNormalizer(std::vector<std::unique_ptr<Normalizer>> parts)
+      : parts_(std::move(parts)) {}
   bool apply(std::string_view text, std::string& out) const override {
     bool changed = false;
     std::string current;
@@ -148,20 +152,24 @@ Result<std::unique_ptr<Normalizer>> make_unicode_normalizer(UnicodeForm form) {
     case UnicodeForm::kNfkd: n = icu::Normalizer2::getNFKDInstance(status); break;
   }
   if (U_FAILURE(status) || n == nullptr) {
-    return make_error(ErrorCode::kInternal, std::string("ICU normalizer unavailable: ") + u_errorName(status));
+    return make_error(ErrorCode::kInternal,
+                      std::string("ICU normalizer unavailable: ") + u_errorName(status));
   }
   const bool compatibility = form == UnicodeForm::kNfkc || form == UnicodeForm::kNfkd;
   return std::unique_ptr<Normalizer>(std::make_unique<UnicodeNormalizer>(n, compatibility));
 }
 
-std::unique_ptr<Normalizer> make_lowercase_normalizer() { return std::make_unique<LowercaseNormalizer>(); }
+std::unique_ptr<Normalizer> make_lowercase_normalizer() {
+  return std::make_unique<LowercaseNormalizer>();
+}
 std::unique_ptr<Normalizer> make_prepend_normalizer(std::string prefix) {
   return std::make_unique<PrependNormalizer>(std::move(prefix));
 }
 std::unique_ptr<Normalizer> make_replace_normalizer(std::string pattern, std::string content) {
   return std::make_unique<ReplaceNormalizer>(std::move(pattern), std::move(content));
 }
-std::unique_ptr<Normalizer> make_sequence_normalizer(std::vector<std::unique_ptr<Normalizer>> parts) {
+std::unique_ptr<Normalizer> make_sequence_normalizer(
+    std::vector<std::unique_ptr<Normalizer>> parts) {
   return std::make_unique<SequenceNormalizer>(std::move(parts));
 }
 

@@ -31,6 +31,7 @@ Result<std::unique_ptr<Normalizer>> make_unicode_normalizer(UnicodeForm form);
 std::unique_ptr<Normalizer> make_lowercase_normalizer();
 std::unique_ptr<Normalizer> make_prepend_normalizer(std::string prefix);
 std::unique_ptr<Normalizer> make_replace_normalizer(std::string pattern, std::string content);
-std::unique_ptr<Normalizer> make_sequence_normalizer(std::vector<std::unique_ptr<Normalizer>> parts);
+std::unique_ptr<Normalizer> make_sequence_normalizer(
+    std::vector<std::unique_ptr<Normalizer>> parts);
 
 }  // namespace omni::tokenizer

@@ -10,13 +10,17 @@ constexpr std::size_t kMaxCachedWord = 128;  // longer words are rare; caching t
 
 }  // namespace
 
-Status Tokenizer::Impl::encode_text(std::string_view text, std::vector<TokenId>& out, EncodeScratch& scratch,
-                                    std::vector<Checkpoint>* checkpoints, std::size_t base) const {
+Status Tokenizer::Impl::encode_text(std::string_view text, std::vector<TokenId>& out,
+                                    EncodeScratch& scratch, std::vector<Checkpoint>* checkpoints,
+                                    std::size_t base) const {
   std::vector<AddedMatch> matches;
   raw_added.find_all(text, 0, matches);
   std::size_t pos = 0;
   for (const AddedMatch& m : matches) {
-    if (auto st = encode_segment(text.substr(pos, m.begin - pos), out, scratch, checkpoints, base + pos); !st.ok()) return st;
+    if (auto st =
+            encode_segment(text.substr(pos, m.begin - pos), out, scratch, checkpoints, base + pos);
+        !st.ok())
+      return st;
     out.push_back(m.id);
     pos = m.end;
   }
@@ -24,8 +28,9 @@ Status Tokenizer::Impl::encode_text(std::string_view text, std::vector<TokenId>&
 }
 
 // One stretch between raw added tokens: normalize, then split on normalized added tokens.
-Status Tokenizer::Impl::encode_segment(std::string_view segment, std::vector<TokenId>& out, EncodeScratch& scratch,
-                                       std::vector<Checkpoint>* checkpoints, std::size_t base) const {
+Status Tokenizer::Impl::encode_segment(std::string_view segment, std::vector<TokenId>& out,
+                                       EncodeScratch& scratch, std::vector<Checkpoint>* checkpoints,
+                                       std::size_t base) const {
   if (segment.empty()) return {};
   std::string normalized;
   std::string_view text = segment;
@@ -39,15 +44,19 @@ Status Tokenizer::Impl::encode_segment(std::string_view segment, std::vector<Tok
   std::size_t pos = 0;
   const auto shifted = [&](std::size_t p) { return base == kNoBase ? kNoBase : base + p; };
   for (const AddedMatch& m : matches) {
-    if (auto st = encode_pieces(text.substr(pos, m.begin - pos), out, scratch, checkpoints, shifted(pos)); !st.ok()) return st;
+    if (auto st =
+            encode_pieces(text.substr(pos, m.begin - pos), out, scratch, checkpoints, shifted(pos));
+        !st.ok())
+      return st;
     out.push_back(m.id);
     pos = m.end;
   }
   return encode_pieces(text.substr(pos), out, scratch, checkpoints, shifted(pos));
 }
 
-Status Tokenizer::Impl::encode_pieces(std::string_view text, std::vector<TokenId>& out, EncodeScratch& scratch,
-                                      std::vector<Checkpoint>* checkpoints, std::size_t base) const {
+Status Tokenizer::Impl::encode_pieces(std::string_view text, std::vector<TokenId>& out,
+                                      EncodeScratch& scratch, std::vector<Checkpoint>* checkpoints,
+                                      std::size_t base) const {
   if (text.empty()) return {};
   std::string prefixed;
   if (pre_tokenizer && pre_tokenizer->prefix_space() && text.front() != ' ') {
@@ -61,7 +70,9 @@ Status Tokenizer::Impl::encode_pieces(std::string_view text, std::vector<TokenId
   }
   scratch.pieces_in.assign(1, Piece{0, static_cast<std::uint32_t>(text.size())});
   scratch.pieces_out.clear();
-  if (auto st = pre_tokenizer->split(text, scratch.pieces_in, scratch.pieces_out, scratch.regex); !st.ok()) return st;
+  if (auto st = pre_tokenizer->split(text, scratch.pieces_in, scratch.pieces_out, scratch.regex);
+      !st.ok())
+    return st;
   const bool record = checkpoints != nullptr && base != kNoBase;
   for (const Piece& piece : scratch.pieces_out) {
     if (piece.end <= piece.begin) continue;
@@ -77,7 +88,8 @@ Status Tokenizer::Impl::encode_pieces(std::string_view text, std::vector<TokenId
   return {};
 }
 
-void Tokenizer::Impl::encode_word(std::string_view word, std::vector<TokenId>& out, EncodeScratch& scratch) const {
+void Tokenizer::Impl::encode_word(std::string_view word, std::vector<TokenId>& out,
+                                  EncodeScratch& scratch) const {
   if (word.size() > kMaxCachedWord || scratch.word_cache_capacity == 0) {
     model.encode_word(word, out);
     return;
@@ -96,7 +108,8 @@ void Tokenizer::Impl::encode_word(std::string_view word, std::vector<TokenId>& o
     scratch.word_ids.clear();
   }
   const auto offset = static_cast<std::uint32_t>(scratch.word_ids.size());
-  scratch.word_ids.insert(scratch.word_ids.end(), out.begin() + static_cast<std::ptrdiff_t>(before), out.end());
+  scratch.word_ids.insert(scratch.word_ids.end(), out.begin() + static_cast<std::ptrdiff_t>(before),
+                          out.end());
   scratch.word_cache.insert(word, {offset, static_cast<std::uint32_t>(out.size() - before)});
 }
 

@@ -18,7 +18,8 @@ struct Span {
 };
 
 // Applies a delimiter behaviour to the alternating match / non-match spans of one piece.
-void emit_with_behavior(const std::vector<Span>& spans, SplitBehavior behavior, std::vector<Piece>& out) {
+void emit_with_behavior(const std::vector<Span>& spans, SplitBehavior behavior,
+                        std::vector<Piece>& out) {
   std::size_t pending_begin = 0;
   bool pending = false;  // for MergedWithNext: a match waiting for what follows
   for (std::size_t i = 0; i < spans.size(); ++i) {
@@ -27,9 +28,7 @@ void emit_with_behavior(const std::vector<Span>& spans, SplitBehavior behavior, 
       case SplitBehavior::kRemoved:
         if (!s.match) out.push_back({s.begin, s.end});
         break;
-      case SplitBehavior::kIsolated:
-        out.push_back({s.begin, s.end});
-        break;
+      case SplitBehavior::kIsolated: out.push_back({s.begin, s.end}); break;
       case SplitBehavior::kMergedWithPrevious:
         if (s.match && !out.empty() && i > 0 && !spans[i - 1].match) {
           out.back().end = s.end;
@@ -69,7 +68,9 @@ class SplitPreTokenizer final : public PreTokenizer {
     std::vector<Span> spans;
     for (const Piece& piece : in) {
       spans.clear();
-      if (auto st = find_spans(text.substr(piece.begin, piece.end - piece.begin), piece.begin, spans, scratch); !st.ok()) {
+      if (auto st = find_spans(text.substr(piece.begin, piece.end - piece.begin), piece.begin,
+                               spans, scratch);
+          !st.ok()) {
         return st;
       }
       emit_with_behavior(spans, behavior_, out);
@@ -78,7 +79,8 @@ class SplitPreTokenizer final : public PreTokenizer {
   }
 
  private:
-  Status find_spans(std::string_view piece, std::uint32_t base, std::vector<Span>& spans, RegexScratch& scratch) const {
+  Status find_spans(std::string_view piece, std::uint32_t base, std::vector<Span>& spans,
+                    RegexScratch& scratch) const {
     std::size_t pos = 0;
     std::size_t prev = 0;
     while (pos <= piece.size()) {
@@ -93,13 +95,17 @@ class SplitPreTokenizer final : public PreTokenizer {
         pos = b + utf8::decode_valid(piece, b, cp);
         continue;
       }
-      if (b > prev) spans.push_back({base + static_cast<std::uint32_t>(prev), base + static_cast<std::uint32_t>(b), invert_});
-      spans.push_back({base + static_cast<std::uint32_t>(b), base + static_cast<std::uint32_t>(e), !invert_});
+      if (b > prev)
+        spans.push_back({base + static_cast<std::uint32_t>(prev),
+                         base + static_cast<std::uint32_t>(b), invert_});
+      spans.push_back(
+          {base + static_cast<std::uint32_t>(b), base + static_cast<std::uint32_t>(e), !invert_});
       prev = e;
       pos = e;
     }
     if (prev < piece.size()) {
-      spans.push_back({base + static_cast<std::uint32_t>(prev), base + static_cast<std::uint32_t>(piece.size()), invert_});
+      spans.push_back({base + static_cast<std::uint32_t>(prev),
+                       base + static_cast<std::uint32_t>(piece.size()), invert_});
     }
     return {};
   }
@@ -167,7 +173,8 @@ class DigitsPreTokenizer final : public PreTokenizer {
 
 class SequencePreTokenizer final : public PreTokenizer {
  public:
-  explicit SequencePreTokenizer(std::vector<std::unique_ptr<PreTokenizer>> parts) : parts_(std::move(parts)) {}
+  explicit SequencePreTokenizer(std::vector<std::unique_ptr<PreTokenizer>> parts)
+      : parts_(std::move(parts)) {}
   Status split(std::string_view text, const std::vector<Piece>& in, std::vector<Piece>& out,
                RegexScratch& scratch) const override {
     std::vector<Piece> current = in;
@@ -194,21 +201,24 @@ class SequencePreTokenizer final : public PreTokenizer {
 
 }  // namespace
 
-Result<std::unique_ptr<PreTokenizer>> make_split(std::string_view pattern, bool literal, SplitBehavior behavior,
-                                                 bool invert) {
+Result<std::unique_ptr<PreTokenizer>> make_split(std::string_view pattern, bool literal,
+                                                 SplitBehavior behavior, bool invert) {
   auto regex = Regex::compile(pattern, literal);
   if (!regex.ok()) return std::move(regex).error();
-  return std::unique_ptr<PreTokenizer>(std::make_unique<SplitPreTokenizer>(std::move(*regex), behavior, invert));
+  return std::unique_ptr<PreTokenizer>(
+      std::make_unique<SplitPreTokenizer>(std::move(*regex), behavior, invert));
 }
 
-Result<std::unique_ptr<PreTokenizer>> make_byte_level_pre_tokenizer(bool add_prefix_space, bool use_regex) {
+Result<std::unique_ptr<PreTokenizer>> make_byte_level_pre_tokenizer(bool add_prefix_space,
+                                                                    bool use_regex) {
   std::unique_ptr<PreTokenizer> regex_split;
   if (use_regex) {
     auto split = make_split(kGpt2Pattern, false, SplitBehavior::kIsolated, false);
     if (!split.ok()) return std::move(split).error();
     regex_split = std::move(*split);
   }
-  return std::unique_ptr<PreTokenizer>(std::make_unique<ByteLevelPreTokenizer>(add_prefix_space, std::move(regex_split)));
+  return std::unique_ptr<PreTokenizer>(
+      std::make_unique<ByteLevelPreTokenizer>(add_prefix_space, std::move(regex_split)));
 }
 
 std::unique_ptr<PreTokenizer> make_digits(bool individual_digits) {
@@ -220,7 +230,8 @@ Result<std::unique_ptr<PreTokenizer>> make_whitespace(bool split_only) {
   return make_split(R"(\w+|[^\w\s]+)", false, SplitBehavior::kRemoved, true);
 }
 
-std::unique_ptr<PreTokenizer> make_sequence_pre_tokenizer(std::vector<std::unique_ptr<PreTokenizer>> parts) {
+std::unique_ptr<PreTokenizer> make_sequence_pre_tokenizer(
+    std::vector<std::unique_ptr<PreTokenizer>> parts) {
   return std::make_unique<SequencePreTokenizer>(std::move(parts));
 }
 

@@ -35,11 +35,13 @@ class PreTokenizer {
   virtual bool byte_level() const { return false; }
 };
 
-Result<std::unique_ptr<PreTokenizer>> make_split(std::string_view pattern, bool literal, SplitBehavior behavior,
-                                                 bool invert);
-Result<std::unique_ptr<PreTokenizer>> make_byte_level_pre_tokenizer(bool add_prefix_space, bool use_regex);
+Result<std::unique_ptr<PreTokenizer>> make_split(std::string_view pattern, bool literal,
+                                                 SplitBehavior behavior, bool invert);
+Result<std::unique_ptr<PreTokenizer>> make_byte_level_pre_tokenizer(bool add_prefix_space,
+                                                                    bool use_regex);
 std::unique_ptr<PreTokenizer> make_digits(bool individual_digits);
 Result<std::unique_ptr<PreTokenizer>> make_whitespace(bool split_only);
-std::unique_ptr<PreTokenizer> make_sequence_pre_tokenizer(std::vector<std::unique_ptr<PreTokenizer>> parts);
+std::unique_ptr<PreTokenizer> make_sequence_pre_tokenizer(
+    std::vector<std::unique_ptr<PreTokenizer>> parts);
 
 }  // namespace omni::tokenizer

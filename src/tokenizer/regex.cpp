@@ -69,7 +69,8 @@ std::string translate_pattern(std::string_view p) {
       const char n = p[i + 1];
       ++i;
       if (n == 's') {
-        out += class_depth > 0 ? std::string(kSpaceClassBody) : "[" + std::string(kSpaceClassBody) + "]";
+        out += class_depth > 0 ? std::string(kSpaceClassBody)
+                               : "[" + std::string(kSpaceClassBody) + "]";
       } else if (n == 'S' && class_depth == 0) {
         out += "[^" + std::string(kSpaceClassBody) + "]";
       } else {
@@ -113,18 +114,22 @@ Result<Regex> Regex::compile(std::string_view pattern, bool literal) {
   return regex;
 }
 
-Result<bool> Regex::find(std::string_view text, std::size_t from, RegexScratch& scratch, std::size_t& begin,
-                         std::size_t& end) const {
+Result<bool> Regex::find(std::string_view text, std::size_t from, RegexScratch& scratch,
+                         std::size_t& begin, std::size_t& end) const {
   auto& st = *scratch.state_;
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
-  int rc = code_->jit ? pcre2_jit_match(code_->code, subject, text.size(), from, 0, st.data, st.context)
-                      : PCRE2_ERROR_JIT_STACKLIMIT;
-  if (rc == PCRE2_ERROR_JIT_STACKLIMIT) {  // a pathological run: the interpreter (heap frames) copes
-    rc = pcre2_match(code_->code, subject, text.size(), from, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, st.data, st.context);
+  int rc = code_->jit
+               ? pcre2_jit_match(code_->code, subject, text.size(), from, 0, st.data, st.context)
+               : PCRE2_ERROR_JIT_STACKLIMIT;
+  if (rc ==
+      PCRE2_ERROR_JIT_STACKLIMIT) {  // a pathological run: the interpreter (heap frames) copes
+    rc = pcre2_match(code_->code, subject, text.size(), from, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT,
+                     st.data, st.context);
   }
   if (rc == PCRE2_ERROR_NOMATCH) return false;
   if (rc < 0) {
-    return make_error(ErrorCode::kResourceExhausted, "pre-tokenizer regex failed with PCRE2 error " + std::to_string(rc));
+    return make_error(ErrorCode::kResourceExhausted,
+                      "pre-tokenizer regex failed with PCRE2 error " + std::to_string(rc));
   }
   const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(st.data);
   begin = ov[0];

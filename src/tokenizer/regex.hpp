@@ -22,8 +22,8 @@ class Regex {
   // The next match in `text` at or after `from`: true and [begin, end) set, or false.
   // `text` must be valid UTF-8. A match failure other than "no match" (the JIT stack limit on a
   // pathological input) is reported as an error value.
-  Result<bool> find(std::string_view text, std::size_t from, RegexScratch& scratch, std::size_t& begin,
-                    std::size_t& end) const;
+  Result<bool> find(std::string_view text, std::size_t from, RegexScratch& scratch,
+                    std::size_t& begin, std::size_t& end) const;
 
   const std::string& pattern() const noexcept { return pattern_; }
 

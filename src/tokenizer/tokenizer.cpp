@@ -16,7 +16,8 @@ Result<std::string> read_file(const fs::path& path) {
   std::error_code ec;
   const auto size = fs::file_size(path, ec);
   if (ec) return make_error(ErrorCode::kNotFound, path.string() + ": " + ec.message());
-  if (size > kMaxFileBytes) return make_error(ErrorCode::kTooLarge, path.string() + ": larger than 512 MiB");
+  if (size > kMaxFileBytes)
+    return make_error(ErrorCode::kTooLarge, path.string() + ": larger than 512 MiB");
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error(ErrorCode::kIo, path.string() + ": cannot open");
   std::ostringstream buffer;
@@ -29,7 +30,8 @@ Result<std::string> read_file(const fs::path& path) {
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Tokenizer::~Tokenizer() = default;
 
-Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_json(std::string_view tokenizer_json, std::string_view config_json) {
+Result<std::shared_ptr<const Tokenizer>> Tokenizer::from_json(std::string_view tokenizer_json,
+                                                              std::string_view config_json) {
   auto impl = load_impl(tokenizer_json, config_json);
   if (!impl.ok()) return std::move(impl).error();
   return std::shared_ptr<const Tokenizer>(std::make_shared<Tokenizer>(std::move(*impl)));
@@ -62,7 +64,8 @@ Result<std::shared_ptr<const Tokenizer>> Tokenizer::load(const std::string& path
   return loaded;
 }
 
-Result<std::vector<TokenId>> Tokenizer::encode(std::string_view text, const EncodeOptions& options) const {
+Result<std::vector<TokenId>> Tokenizer::encode(std::string_view text,
+                                               const EncodeOptions& options) const {
   // A non-owning pointer (aliasing an empty one): the Encoder lives only within this call.
   // A small word cache: it starts tiny and grows only if the text repeats words.
   Encoder encoder(std::shared_ptr<const Tokenizer>(std::shared_ptr<const Tokenizer>{}, this), 4096);
@@ -107,7 +110,9 @@ std::optional<std::string> Tokenizer::id_to_token(TokenId id) const {
   return impl_->spellings[id];
 }
 
-bool Tokenizer::is_special(TokenId id) const noexcept { return id < impl_->special.size() && impl_->special[id]; }
+bool Tokenizer::is_special(TokenId id) const noexcept {
+  return id < impl_->special.size() && impl_->special[id];
+}
 std::optional<TokenId> Tokenizer::bos_id() const noexcept { return impl_->bos; }
 std::optional<TokenId> Tokenizer::eos_id() const noexcept { return impl_->eos; }
 const std::string& Tokenizer::config_json() const noexcept { return impl_->config_json; }

@@ -36,7 +36,8 @@ struct EncodeScratch {
     word_cache.reserve(word_cache_entries > 64 ? 64 : word_cache_entries);  // grows on demand
   }
   RegexScratch regex;
-  StringMap<std::pair<std::uint32_t, std::uint32_t>> word_cache;  // word -> (offset, count) in word_ids
+  StringMap<std::pair<std::uint32_t, std::uint32_t>>
+      word_cache;  // word -> (offset, count) in word_ids
   std::vector<TokenId> word_ids;
   std::size_t word_cache_capacity;
   std::vector<Piece> pieces_in;
@@ -76,6 +77,7 @@ struct Tokenizer::Impl {
 };
 
 // Reads tokenizer.json (+ tokenizer_config.json) into an Impl.
-Result<std::unique_ptr<Tokenizer::Impl>> load_impl(std::string_view tokenizer_json, std::string_view config_json);
+Result<std::unique_ptr<Tokenizer::Impl>> load_impl(std::string_view tokenizer_json,
+                                                   std::string_view config_json);
 
 }  // namespace omni::tokenizer

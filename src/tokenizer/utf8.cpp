@@ -3,7 +3,9 @@
 namespace omni::tokenizer::utf8 {
 namespace {
 
-unsigned char byte_at(std::string_view text, std::size_t i) { return static_cast<unsigned char>(text[i]); }
+unsigned char byte_at(std::string_view text, std::size_t i) {
+  return static_cast<unsigned char>(text[i]);
+}
 
 // The number of bytes a lead byte announces, and the range its first continuation byte must be in
 // (Unicode Table 3-7, "well-formed UTF-8 byte sequences"). Returns 0 for a byte that cannot lead.

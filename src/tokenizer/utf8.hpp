@@ -39,7 +39,9 @@ inline std::size_t decode_valid(std::string_view text, std::size_t pos, char32_t
     cp = b0;
     return 1;
   }
-  const auto cont = [&](std::size_t i) { return static_cast<char32_t>(static_cast<unsigned char>(text[pos + i]) & 0x3Fu); };
+  const auto cont = [&](std::size_t i) {
+    return static_cast<char32_t>(static_cast<unsigned char>(text[pos + i]) & 0x3Fu);
+  };
   if (b0 < 0xE0) {
     cp = (static_cast<char32_t>(b0 & 0x1Fu) << 6) | cont(1);
     return 2;

@@ -2,9 +2,9 @@
 #include "omni/workload/openai_request.hpp"
 #include "omni/common/json_text.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <charconv>
-#include <fmt/format.h>
 
 namespace omni::workload {
 namespace {
@@ -48,7 +48,8 @@ std::string request_body(const RequestSpec& spec, const BodyOptions& options) {
   } else {
     out += R"("messages":[{"role":"user","content":")";
     out += tokens_to_text(tokens);  // letters and spaces only: nothing to escape
-    out += fmt::format(R"("}}],"max_tokens":{},"max_completion_tokens":{})", max_tokens, max_tokens);
+    out +=
+        fmt::format(R"("}}],"max_tokens":{},"max_completion_tokens":{})", max_tokens, max_tokens);
   }
   out += R"(,"stream":true,"stream_options":{"include_usage":true})";
   if (options.ignore_eos) out += R"(,"ignore_eos":true)";

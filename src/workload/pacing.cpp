@@ -13,8 +13,7 @@ double Pacer::send_at(const RequestSpec& spec) {
     case PacingOptions::Mode::kTrace:
       next_s_ = std::max(next_s_, spec.arrival_s * options_.time_scale);
       return next_s_;
-    case PacingOptions::Mode::kBurst:
-      return 0.0;
+    case PacingOptions::Mode::kBurst: return 0.0;
     case PacingOptions::Mode::kRate:
       if (first_) {
         first_ = false;

@@ -8,7 +8,8 @@
 
 namespace omni::workload {
 
-void block_tokens(std::uint64_t hash_id, const PromptOptions& options, std::span<std::uint32_t> out) {
+void block_tokens(std::uint64_t hash_id, const PromptOptions& options,
+                  std::span<std::uint32_t> out) {
   assert(out.size() <= kBlockTokens);
   assert(options.vocab_begin < options.vocab_end);
   // The salt is mixed in with an odd constant so that (id, salt) pairs do not collide simply.
@@ -37,8 +38,8 @@ void append_token_word(std::uint32_t token, std::string& out) {
   // Consonant-vowel syllables, least significant first: 20 x 5 = 100 per syllable, so every
   // id below 10^6 is at most three syllables and distinct ids give distinct words.
   static constexpr std::array<char, 20> kConsonants = {'b', 'c', 'd', 'f', 'g', 'h', 'j',
-                                                        'k', 'l', 'm', 'n', 'p', 'r', 's',
-                                                        't', 'v', 'w', 'x', 'y', 'z'};
+                                                       'k', 'l', 'm', 'n', 'p', 'r', 's',
+                                                       't', 'v', 'w', 'x', 'y', 'z'};
   static constexpr std::array<char, 5> kVowels = {'a', 'e', 'i', 'o', 'u'};
   do {
     const std::uint32_t syllable = token % 100;

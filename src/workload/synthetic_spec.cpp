@@ -60,10 +60,10 @@ Status apply_item(std::string_view item, SyntheticSpec& spec) {
   } else if (key == "input" || key == "output" || key == "turns" || key == "user") {
     auto dist = parse_length_dist(value);
     if (!dist) return fail(dist.error());
-    LengthDist& target = key == "input" ? spec.input
+    LengthDist& target = key == "input"    ? spec.input
                          : key == "output" ? spec.output
-                         : key == "turns" ? spec.turns
-                                          : spec.user;
+                         : key == "turns"  ? spec.turns
+                                           : spec.user;
     target = *dist;
   } else if (key == "think") {
     auto d = config::parse_duration(value);
@@ -75,7 +75,8 @@ Status apply_item(std::string_view item, SyntheticSpec& spec) {
     if (!n || *n > kMaxSpecTokens) return spec_error(item, "expected an integer in 0..2^30");
     spec.system_tokens = static_cast<std::uint32_t>(*n);
   } else {
-    return spec_error(item, "unknown key (n, rate, arrival, cv, input, output, turns, user, think, system)");
+    return spec_error(
+        item, "unknown key (n, rate, arrival, cv, input, output, turns, user, think, system)");
   }
   return ok_status();
 }
@@ -88,13 +89,15 @@ Result<LengthDist> parse_length_dist(std::string_view text) {
   const bool bare = parts.size() == 1;
   for (std::size_t i = bare ? 0 : 1; i < parts.size(); ++i) {
     auto v = non_negative(parts[i]);
-    if (!v) return make_error(ErrorCode::kInvalidArgument, "'" + std::string(parts[i]) + "': " + v.error().message);
+    if (!v)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "'" + std::string(parts[i]) + "': " + v.error().message);
     args.push_back(*v);
   }
   auto need = [&](std::size_t n, LengthDist::Kind kind) -> Result<LengthDist> {
     if (args.size() != n) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "'" + std::string(parts[0]) + "' takes " + std::to_string(n) + " number(s)");
+      return make_error(ErrorCode::kInvalidArgument, "'" + std::string(parts[0]) + "' takes " +
+                                                         std::to_string(n) + " number(s)");
     }
     return LengthDist{kind, args[0], n > 1 ? args[1] : 0.0};
   };
@@ -105,38 +108,33 @@ Result<LengthDist> parse_length_dist(std::string_view text) {
   if (kind == "normal") return need(2, LengthDist::Kind::kNormal);
   if (kind == "lognormal") {
     auto d = need(2, LengthDist::Kind::kLogNormal);
-    if (d && d->a <= 0) return make_error(ErrorCode::kInvalidArgument, "lognormal: the mean must be > 0");
+    if (d && d->a <= 0)
+      return make_error(ErrorCode::kInvalidArgument, "lognormal: the mean must be > 0");
     return d;
   }
   if (kind == "uniform") {
     auto d = need(2, LengthDist::Kind::kUniform);
-    if (d && d->a > d->b) return make_error(ErrorCode::kInvalidArgument, "uniform: LO must be <= HI");
+    if (d && d->a > d->b)
+      return make_error(ErrorCode::kInvalidArgument, "uniform: LO must be <= HI");
     return d;
   }
-  return make_error(ErrorCode::kInvalidArgument,
-                    "unknown distribution '" + std::string(kind) + "' (const, uniform, normal, lognormal, exp)");
+  return make_error(ErrorCode::kInvalidArgument, "unknown distribution '" + std::string(kind) +
+                                                     "' (const, uniform, normal, lognormal, exp)");
 }
 
 std::uint32_t LengthDist::sample(Random& rng) const {
   double x = a;
   switch (kind) {
-    case Kind::kConst:
-      break;
-    case Kind::kUniform:
-      x = a + (b - a) * rng.uniform();
-      break;
-    case Kind::kNormal:
-      x = rng.normal(a, b);
-      break;
+    case Kind::kConst: break;
+    case Kind::kUniform: x = a + (b - a) * rng.uniform(); break;
+    case Kind::kNormal: x = rng.normal(a, b); break;
     case Kind::kLogNormal: {
       // Mean a and deviation b of the length itself: sigma^2 = ln(1 + b^2/a^2).
       const double sigma2 = std::log1p((b * b) / (a * a));
       x = std::exp(rng.normal(std::log(a) - sigma2 / 2, std::sqrt(sigma2)));
       break;
     }
-    case Kind::kExponential:
-      x = a > 0 ? rng.exponential(1.0 / a) : 0.0;
-      break;
+    case Kind::kExponential: x = a > 0 ? rng.exponential(1.0 / a) : 0.0; break;
   }
   const double clamped = std::clamp(std::round(x), 1.0, static_cast<double>(kMaxSpecTokens));
   return static_cast<std::uint32_t>(clamped);

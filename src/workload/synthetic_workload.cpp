@@ -13,8 +13,8 @@ struct OpenSession {
   std::uint64_t id = 0;
   std::uint32_t turn = 0;
   std::uint32_t turns = 1;
-  std::uint32_t own_tokens = 0;     // the session's prompt after the system prefix
-  std::vector<std::uint64_t> ids;   // block ids of those tokens, grown on demand
+  std::uint32_t own_tokens = 0;    // the session's prompt after the system prefix
+  std::vector<std::uint64_t> ids;  // block ids of those tokens, grown on demand
 };
 
 // Min-heap order on (arrival, session id): deterministic even when arrivals tie.
@@ -76,7 +76,8 @@ class SyntheticWorkload final : public Workload {
     for (std::size_t i = 0; spec.hash_ids.size() < blocks; ++i) spec.hash_ids.push_back(s.ids[i]);
     spec.session = SessionInfo{s.id, s.turn, s.turns};
     // The next turn repeats this prompt, this turn's answer and a new user message.
-    const std::uint64_t grown = std::uint64_t{s.own_tokens} + spec.max_output_tokens + spec_.user.sample(rng_);
+    const std::uint64_t grown =
+        std::uint64_t{s.own_tokens} + spec.max_output_tokens + spec_.user.sample(rng_);
     s.own_tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(grown, kMaxSpecTokens));
     s.next_arrival_s += spec_.think_s;
     ++s.turn;

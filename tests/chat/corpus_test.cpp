@@ -28,7 +28,8 @@ constexpr std::string_view kDefaultContext = R"({
 
 Result<std::string> run(std::string_view input) {
   const std::size_t split = input.find("\n---\n");
-  const std::string_view context_text = split == std::string_view::npos ? kDefaultContext : input.substr(split + 5);
+  const std::string_view context_text =
+      split == std::string_view::npos ? kDefaultContext : input.substr(split + 5);
   const auto context = boost::json::parse(context_text).as_object();
   auto tmpl = Template::parse(input.substr(0, split));
   if (!tmpl.ok()) return std::move(tmpl).error();
@@ -63,7 +64,8 @@ TEST(ChatTemplateCorpusTest, EveryInputRendersOrFailsAsNamed) {
       ++err_files;
       EXPECT_FALSE(result.ok()) << name << " rendered: " << result->substr(0, 200);
       if (!result.ok()) {
-        EXPECT_EQ(result.error().message.rfind("line ", 0), 0u) << name << ": " << result.error().message;
+        EXPECT_EQ(result.error().message.rfind("line ", 0), 0u)
+            << name << ": " << result.error().message;
       }
     }
     // Other names are inputs the fuzzer found: they only must not crash.

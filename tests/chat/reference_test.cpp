@@ -71,8 +71,8 @@ std::string first_difference(const std::string& expected, const std::string& act
   std::size_t i = 0;
   while (i < expected.size() && i < actual.size() && expected[i] == actual[i]) ++i;
   const std::size_t from = i < 40 ? 0 : i - 40;
-  return "first difference at byte " + std::to_string(i) + "\n  reference: ..." + expected.substr(from, 120) +
-         "\n  ours:      ..." + actual.substr(from, 120);
+  return "first difference at byte " + std::to_string(i) + "\n  reference: ..." +
+         expected.substr(from, 120) + "\n  ours:      ..." + actual.substr(from, 120);
 }
 
 TEST(ChatReferenceTest, IdenticalToHuggingFaceJinja) {
@@ -84,8 +84,8 @@ TEST(ChatReferenceTest, IdenticalToHuggingFaceJinja) {
   if (!have_node) GTEST_SKIP() << "needs node to run the reference renderer";
 
   const fs::path cases_path = kSource / "tests/chat/reference/conversations.json";
-  std::string command = "node " + (kSource / "tests/chat/reference/render.mjs").string() + " " + kModules.string() +
-                        " " + cases_path.string();
+  std::string command = "node " + (kSource / "tests/chat/reference/render.mjs").string() + " " +
+                        kModules.string() + " " + cases_path.string();
   for (const auto& c : configs()) {
     ASSERT_TRUE(fs::exists(c.path)) << c.path;
     command += " " + c.path.string();
@@ -109,13 +109,15 @@ TEST(ChatReferenceTest, IdenticalToHuggingFaceJinja) {
         // A case a template cannot handle (the reference prints "[object Map]" for a dict
         // concatenated to a string, we refuse) is limited to the templates it suits.
         const auto& names = only->as_array();
-        if (std::find(names.begin(), names.end(), boost::json::value(c.name)) == names.end()) continue;
+        if (std::find(names.begin(), names.end(), boost::json::value(c.name)) == names.end())
+          continue;
       }
       for (int g = 0; g < 2; ++g) {
         const bool add_generation_prompt = g == 0;
         const auto& want = expected[i * 2 + static_cast<std::size_t>(g)].as_object();
-        const std::string label = c.name + " / " + std::string(test_case.at("name").as_string()) +
-                                  " / add_generation_prompt=" + (add_generation_prompt ? "true" : "false");
+        const std::string label =
+            c.name + " / " + std::string(test_case.at("name").as_string()) +
+            " / add_generation_prompt=" + (add_generation_prompt ? "true" : "false");
         auto got = render_chat(*tmpl, test_case.at("request").as_object(), config,
                                with_generation_prompt(add_generation_prompt));
         if (!want.at("ok").as_bool()) {
@@ -147,8 +149,8 @@ TEST(ChatReferenceTest, SnippetsIdenticalToHuggingFaceJinja) {
   const fs::path snippets_path = kSource / "tests/chat/reference/snippets.json";
   bool ok = false;
   const std::string reference_text =
-      run_command("node " + (kSource / "tests/chat/reference/snippets.mjs").string() + " " + kModules.string() + " " +
-                      snippets_path.string(),
+      run_command("node " + (kSource / "tests/chat/reference/snippets.mjs").string() + " " +
+                      kModules.string() + " " + snippets_path.string(),
                   ok);
   ASSERT_TRUE(ok);
   const auto reference = boost::json::parse(reference_text).as_array();
@@ -160,16 +162,19 @@ TEST(ChatReferenceTest, SnippetsIdenticalToHuggingFaceJinja) {
     const std::string source(snippet.at("template").as_string());
     const auto* context = snippet.if_contains("context");
     auto tmpl = Template::parse(source);
-    Result<std::string> got = tmpl.ok() ? tmpl->render(context ? context->as_object() : boost::json::object{})
-                                        : Result<std::string>(tmpl.error());
+    Result<std::string> got =
+        tmpl.ok() ? tmpl->render(context ? context->as_object() : boost::json::object{})
+                  : Result<std::string>(tmpl.error());
     const auto& want = reference[i].as_object();
     if (!want.at("ok").as_bool()) {
-      EXPECT_FALSE(got.ok()) << "snippet " << i << " " << source << ": the reference failed with " << want.at("error");
+      EXPECT_FALSE(got.ok()) << "snippet " << i << " " << source << ": the reference failed with "
+                             << want.at("error");
       continue;
     }
     ASSERT_TRUE(got.ok()) << "snippet " << i << " " << source << ": " << got.error().to_string();
     const std::string wanted(want.at("text").as_string());
-    EXPECT_EQ(*got, wanted) << "snippet " << i << " " << source << "\n" << first_difference(wanted, *got);
+    EXPECT_EQ(*got, wanted) << "snippet " << i << " " << source << "\n"
+                            << first_difference(wanted, *got);
     ++same_text;
   }
   EXPECT_GE(same_text, snippets.size() * 3 / 4);

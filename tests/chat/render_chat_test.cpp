@@ -77,19 +77,23 @@ TEST(ChatRenderChatTest, TemplateErrorsAreReported) {
   auto out = render_chat(req, llama_config(), ChatOptions{});
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.error().code, ErrorCode::kInvalidArgument);
-  EXPECT_NE(out.error().message.find("raise_exception: This model only supports single tool-calls at once!"),
+  EXPECT_NE(out.error().message.find(
+                "raise_exception: This model only supports single tool-calls at once!"),
             std::string::npos)
       << out.error().message;
   EXPECT_EQ(out.error().message.rfind("line ", 0), 0u) << out.error().message;
 }
 
 TEST(ChatRenderChatTest, ContextFromConfigAndRequest) {
-  auto tmpl = Template::parse("{{ bos_token }}|{{ eos_token }}|{{ pad_token is defined }}|{{ add_generation_prompt }}|"
-                              "{{ tools | length }}|{{ enable_thinking }}|{{ messages | length }}");
+  auto tmpl = Template::parse(
+      "{{ bos_token }}|{{ eos_token }}|{{ pad_token is defined }}|{{ add_generation_prompt }}|"
+      "{{ tools | length }}|{{ enable_thinking }}|{{ messages | length }}");
   ASSERT_TRUE(tmpl.ok());
-  const auto config = request(R"({"bos_token": {"__type": "AddedToken", "content": "<s>"}, "eos_token": "</s>",
+  const auto config =
+      request(R"({"bos_token": {"__type": "AddedToken", "content": "<s>"}, "eos_token": "</s>",
                                   "pad_token": null, "model_max_length": 10})");
-  const auto req = request(R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}],
+  const auto req =
+      request(R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}],
                                "chat_template_kwargs": {"enable_thinking": false}})");
   auto out = render_chat(*tmpl, req, config, with_generation_prompt(true));
   ASSERT_TRUE(out.ok()) << out.error().to_string();
@@ -98,13 +102,18 @@ TEST(ChatRenderChatTest, ContextFromConfigAndRequest) {
 
 TEST(ChatRenderChatTest, BadRequestsAndConfigs) {
   const auto config = llama_config();
-  EXPECT_EQ(render_chat(request(R"({"prompt": "x"})"), config, {}).error().code, ErrorCode::kInvalidArgument);
-  EXPECT_EQ(render_chat(request(R"({"messages": [1]})"), config, {}).error().code, ErrorCode::kInvalidArgument);
-  EXPECT_EQ(render_chat(request(R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})"), config, {})
+  EXPECT_EQ(render_chat(request(R"({"prompt": "x"})"), config, {}).error().code,
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(render_chat(request(R"({"messages": [1]})"), config, {}).error().code,
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(render_chat(
+                request(R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})"),
+                config, {})
                 .error()
                 .code,
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(render_chat(request(R"({"messages": []})"), request("{}"), {}).error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(render_chat(request(R"({"messages": []})"), request("{}"), {}).error().code,
+            ErrorCode::kNotFound);
 }
 
 TEST(ChatRenderChatTest, NamedTemplateListPicksToolUseWhenToolsAreGiven) {

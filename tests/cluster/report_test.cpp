@@ -57,8 +57,8 @@ TEST(Report, WritesHtmlWithTheTableAndEveryChart) {
   const std::string html = read(dir / "report.html");
   EXPECT_NE(html.find("<td>round-robin</td>"), std::string::npos);
   EXPECT_NE(html.find("omni-cluster --x"), std::string::npos);
-  for (const char* file : {"ttft_cdf.svg", "tpot_cdf.svg", "round-robin_queue.svg",
-                           "round-robin_kv.svg"}) {
+  for (const char* file :
+       {"ttft_cdf.svg", "tpot_cdf.svg", "round-robin_queue.svg", "round-robin_kv.svg"}) {
     EXPECT_TRUE(std::filesystem::exists(dir / file)) << file;
   }
   std::filesystem::remove_all(dir);

@@ -34,7 +34,8 @@ decode_nodes: [{endpoint: "[::1]:3", group: g2}]
 }
 
 TEST(ProxyConfig, AggregatedUsesOnlyTheDecodePool) {
-  auto cfg = load("pd_mode: aggregated\ndecode_endpoints: [\"h:1\"]\nprefill_endpoints: [\"h:2\"]\n");
+  auto cfg =
+      load("pd_mode: aggregated\ndecode_endpoints: [\"h:1\"]\nprefill_endpoints: [\"h:2\"]\n");
   ASSERT_TRUE(cfg.ok()) << cfg.error().message;
   const auto nodes = node_entries(*cfg);
   ASSERT_EQ(nodes.size(), 1u);

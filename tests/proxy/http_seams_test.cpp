@@ -67,9 +67,7 @@ Handler watching_handler(std::shared_ptr<Watched> seen, Duration wait = 3s) {
   };
 }
 
-std::string post_bytes() {
-  return "POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}";
-}
+std::string post_bytes() { return "POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}"; }
 
 TEST(HttpCloseWatch, AClientThatClosesIsNoticedWhileTheHandlerWaits) {
   auto seen = std::make_shared<Watched>();

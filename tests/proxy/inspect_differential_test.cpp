@@ -47,7 +47,8 @@ std::uint64_t message_tokens(const json::array& messages) {
     } else if (content->is_array()) {
       for (const json::value& part : content->get_array()) {
         if (!part.is_object()) continue;
-        if (const json::value* text = part.get_object().if_contains("text"); text && text->is_string()) {
+        if (const json::value* text = part.get_object().if_contains("text");
+            text && text->is_string()) {
           total += text_tokens(text->get_string().size());
         }
       }
@@ -59,7 +60,8 @@ std::uint64_t message_tokens(const json::array& messages) {
 std::optional<std::uint64_t> non_negative_int(const json::value* value) {
   if (!value) return std::nullopt;
   if (value->is_uint64()) return value->get_uint64();
-  if (value->is_int64() && value->get_int64() >= 0) return static_cast<std::uint64_t>(value->get_int64());
+  if (value->is_int64() && value->get_int64() >= 0)
+    return static_cast<std::uint64_t>(value->get_int64());
   return std::nullopt;
 }
 
@@ -105,12 +107,14 @@ Verdict reference_inspect(std::string_view body, Api api, std::size_t max_depth 
     info.max_tokens = 16;
   } else {
     const json::value* messages = object.if_contains("messages");
-    if (!messages || !messages->is_array()) return fail("'messages' must be a list of messages", "messages");
+    if (!messages || !messages->is_array())
+      return fail("'messages' must be a list of messages", "messages");
     info.prompt_tokens = message_tokens(messages->get_array());
     info.max_tokens = 512;
   }
   if (auto limit = non_negative_int(object.if_contains("max_tokens"))) info.max_tokens = *limit;
-  if (auto limit = non_negative_int(object.if_contains("max_completion_tokens"))) info.max_tokens = *limit;
+  if (auto limit = non_negative_int(object.if_contains("max_completion_tokens")))
+    info.max_tokens = *limit;
   v.ok = true;
   return v;
 }
@@ -147,10 +151,11 @@ std::string differences(std::string_view body) {
     if (a.stream != b.stream || a.include_usage != b.include_usage || a.model != b.model ||
         a.prompt_tokens != b.prompt_tokens || a.max_tokens != b.max_tokens) {
       out += std::string(name) + ": fields differ (stream " + std::to_string(a.stream) + " vs " +
-             std::to_string(b.stream) + ", include_usage " + std::to_string(a.include_usage) + " vs " +
-             std::to_string(b.include_usage) + ", prompt_tokens " + std::to_string(a.prompt_tokens) +
-             " vs " + std::to_string(b.prompt_tokens) + ", max_tokens " + std::to_string(a.max_tokens) +
-             " vs " + std::to_string(b.max_tokens) + ", model '" + a.model + "' vs '" + b.model + "'); ";
+             std::to_string(b.stream) + ", include_usage " + std::to_string(a.include_usage) +
+             " vs " + std::to_string(b.include_usage) + ", prompt_tokens " +
+             std::to_string(a.prompt_tokens) + " vs " + std::to_string(b.prompt_tokens) +
+             ", max_tokens " + std::to_string(a.max_tokens) + " vs " +
+             std::to_string(b.max_tokens) + ", model '" + a.model + "' vs '" + b.model + "'); ";
     }
   }
   boost::system::error_code ec;
@@ -158,7 +163,8 @@ std::string differences(std::string_view body) {
   deep.max_depth = 256;
   const json::value dom = json::parse(body, ec, {}, deep);
   const bool dom_object = !ec && dom.is_object();
-  if (dom_object != scan_object(body).ok()) out += "scan_object disagrees with boost::json::parse; ";
+  if (dom_object != scan_object(body).ok())
+    out += "scan_object disagrees with boost::json::parse; ";
   return out;
 }
 
@@ -216,7 +222,8 @@ TEST(ProxyInspectDifferential, HandWrittenEdgeCasesMatchTheDomReference) {
   for (const std::string& body : cases) EXPECT_EQ(differences(body), "") << body;
   // Depth limits: 64 is inspect_request's default, 256 scan_object's.
   for (const int depth : {62, 63, 64, 65, 255, 256, 257}) {
-    std::string body = R"({"prompt":"a","x":)" + std::string(static_cast<std::size_t>(depth - 1), '[') +
+    std::string body = R"({"prompt":"a","x":)" +
+                       std::string(static_cast<std::size_t>(depth - 1), '[') +
                        std::string(static_cast<std::size_t>(depth - 1), ']') + "}";
     EXPECT_EQ(differences(body), "") << "depth " << depth;
   }

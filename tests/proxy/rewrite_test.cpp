@@ -23,7 +23,7 @@ TEST(ProxyInspectRequest, CountsTokenIdsAndChatContent) {
   ASSERT_TRUE(ids.ok());
   EXPECT_EQ(ids->prompt_tokens, 5u);
   EXPECT_EQ(ids->max_tokens, 16u);  // vLLM's default
-  EXPECT_FALSE(ids->text_prompt);    // token ids: the proxy may hash them
+  EXPECT_FALSE(ids->text_prompt);   // token ids: the proxy may hash them
   auto chat = inspect_request(
       R"({"messages":[{"role":"user","content":"12345678"},{"role":"user","content":[{"type":"text","text":"1234"}]}],"max_completion_tokens":3,"max_tokens":9})",
       Api::kChatCompletions);
@@ -48,13 +48,15 @@ TEST(ProxyInspectRequest, RejectsWithTheOffendingField) {
 }
 
 TEST(ProxyInspectRequest, BoundsNesting) {
-  std::string deep = R"({"prompt":"x","extra":)" + std::string(100, '[') + std::string(100, ']') + "}";
+  std::string deep =
+      R"({"prompt":"x","extra":)" + std::string(100, '[') + std::string(100, ']') + "}";
   EXPECT_FALSE(inspect_request(deep, Api::kCompletions).ok());
   EXPECT_TRUE(inspect_request(deep, Api::kCompletions, nullptr, InspectLimits{200}).ok());
 }
 
 TEST(ProxyScanObject, FindsTopLevelMembersWithRawValues) {
-  auto members = scan_object(R"( { "a" : 0.70 , "b":{"c":[1,"}"]}, "s\u0074ream":true,"d":"x\"y" } )");
+  auto members =
+      scan_object(R"( { "a" : 0.70 , "b":{"c":[1,"}"]}, "s\u0074ream":true,"d":"x\"y" } )");
   ASSERT_TRUE(members.ok());
   ASSERT_EQ(members->size(), 4u);
   EXPECT_EQ((*members)[0].key, "a");
@@ -80,19 +82,23 @@ TEST(ProxyPrefillBody, FollowsTheNixlConnectorRecipe) {
 }
 
 TEST(ProxyPrefillBody, SetsMaxCompletionTokensOnlyWhenPresentAndDropsDuplicates) {
-  auto prefill = prefill_body(R"({"messages":[],"max_completion_tokens":9,"stream":true,"stream":true})");
+  auto prefill =
+      prefill_body(R"({"messages":[],"max_completion_tokens":9,"stream":true,"stream":true})");
   ASSERT_TRUE(prefill.ok());
-  EXPECT_EQ(*prefill,
-            R"({"messages":[],"max_completion_tokens":1,"stream":false,"max_tokens":1,)"
-            R"("kv_transfer_params":{"do_remote_decode":true,"do_remote_prefill":false,)"
-            R"("remote_engine_id":null,"remote_block_ids":null,"remote_host":null,"remote_port":null}})");
+  EXPECT_EQ(
+      *prefill,
+      R"({"messages":[],"max_completion_tokens":1,"stream":false,"max_tokens":1,)"
+      R"("kv_transfer_params":{"do_remote_decode":true,"do_remote_prefill":false,)"
+      R"("remote_engine_id":null,"remote_block_ids":null,"remote_host":null,"remote_port":null}})");
 }
 
 TEST(ProxyDecodeBody, ReplacesKvTransferParamsVerbatim) {
   const std::string params = R"({"do_remote_prefill": true, "remote_block_ids": [[12, 13]]})";
-  auto decode = decode_body(R"({"prompt":"hi","stream":true,"kv_transfer_params":null,"n":1})", params);
+  auto decode =
+      decode_body(R"({"prompt":"hi","stream":true,"kv_transfer_params":null,"n":1})", params);
   ASSERT_TRUE(decode.ok());
-  EXPECT_EQ(*decode, R"({"prompt":"hi","stream":true,"kv_transfer_params":)" + params + R"(,"n":1})");
+  EXPECT_EQ(*decode,
+            R"({"prompt":"hi","stream":true,"kv_transfer_params":)" + params + R"(,"n":1})");
 }
 
 TEST(ProxyKvTransferParamsOf, TakesOnlyANonEmptyObject) {
@@ -112,7 +118,8 @@ TEST(ProxyKvTransferParamsOf, TakesOnlyANonEmptyObject) {
 TEST(ProxyBootstrapBody, AddsTheThreeFields) {
   auto body = bootstrap_body(R"({"prompt":"p","bootstrap_room":1})", Bootstrap{"[::1]", 8998, 42});
   ASSERT_TRUE(body.ok());
-  EXPECT_EQ(*body, R"({"prompt":"p","bootstrap_room":42,"bootstrap_host":"[::1]","bootstrap_port":8998})");
+  EXPECT_EQ(*body,
+            R"({"prompt":"p","bootstrap_room":42,"bootstrap_host":"[::1]","bootstrap_port":8998})");
 }
 
 TEST(ProxyJsonQuote, EscapesControlAndQuotes) {

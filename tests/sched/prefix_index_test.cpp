@@ -73,8 +73,9 @@ TEST(PrefixIndex, AppliesDecodedEventBatchesWithIntegerAndByteHashes) {
   PrefixIndex index;
   kvcache::KVEventBatch batch;
   kvcache::BlockStored stored;
-  stored.block_hashes = {kvcache::EventHash{std::uint64_t{7}},
-                         kvcache::EventHash{std::vector<std::uint8_t>{0xAA, 0, 0, 0, 0, 0, 0, 0, 8}}};
+  stored.block_hashes = {
+      kvcache::EventHash{std::uint64_t{7}},
+      kvcache::EventHash{std::vector<std::uint8_t>{0xAA, 0, 0, 0, 0, 0, 0, 0, 8}}};
   batch.events.emplace_back(stored);
   index.apply_events(4, batch, 0);
   EXPECT_EQ(index.match_instance(4, Hashes{7, 8}, 0), 2u);  // the last 8 bytes, big-endian

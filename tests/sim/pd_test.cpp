@@ -13,8 +13,9 @@ std::variant<PdRequest, ApiError> parse(std::string_view text) {
 
 TEST(Pd, ModesFromTheBooleans) {
   EXPECT_EQ(std::get<PdRequest>(parse_pd_request(std::nullopt)).mode, PdMode::kNone);
-  EXPECT_EQ(std::get<PdRequest>(parse(R"({"do_remote_decode":true,"do_remote_prefill":false})")).mode,
-            PdMode::kPrefillOnly);
+  EXPECT_EQ(
+      std::get<PdRequest>(parse(R"({"do_remote_decode":true,"do_remote_prefill":false})")).mode,
+      PdMode::kPrefillOnly);
   EXPECT_EQ(std::get<PdRequest>(parse(R"({"do_remote_decode":false})")).mode, PdMode::kNone);
 }
 

@@ -11,8 +11,9 @@ namespace {
 
 TEST(BuiltinCodec, RoundTripsAnyText) {
   auto codec = make_builtin_codec();
-  for (const std::string& text : std::vector<std::string>{"", "The cache of the model", " the river", "héllo, wörld  two  spaces",
-                           std::string("nul\0byte", 8)}) {
+  for (const std::string& text :
+       std::vector<std::string>{"", "The cache of the model", " the river",
+                                "héllo, wörld  two  spaces", std::string("nul\0byte", 8)}) {
     EXPECT_EQ(codec->decode(codec->encode(text)), text) << text;
   }
 }

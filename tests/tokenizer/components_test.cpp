@@ -14,14 +14,18 @@ namespace json = boost::json;
 
 // A character-level BPE over {a, b, c, space, ...} with the given merges and extras.
 json::object toy(const json::array& merges, json::object extra_vocab = {}) {
-  json::object vocab{{"a", 0}, {"b", 1}, {"c", 2}, {"ab", 3}, {"bc", 4}, {"abc", 5}, {" ", 6}, {"<unk>", 7}};
+  json::object vocab{{"a", 0},  {"b", 1},   {"c", 2}, {"ab", 3},
+                     {"bc", 4}, {"abc", 5}, {" ", 6}, {"<unk>", 7}};
   for (const auto& [k, v] : extra_vocab) vocab[k] = v;
   json::object model{{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}};
-  return json::object{{"version", "1.0"}, {"model", model}, {"added_tokens", json::array{}}, {"normalizer", nullptr},
-                      {"pre_tokenizer", nullptr}, {"post_processor", nullptr}, {"decoder", nullptr}};
+  return json::object{
+      {"version", "1.0"},      {"model", model},           {"added_tokens", json::array{}},
+      {"normalizer", nullptr}, {"pre_tokenizer", nullptr}, {"post_processor", nullptr},
+      {"decoder", nullptr}};
 }
 
-std::shared_ptr<const Tokenizer> load(const json::object& tokenizer, const std::string& config = {}) {
+std::shared_ptr<const Tokenizer> load(const json::object& tokenizer,
+                                      const std::string& config = {}) {
   auto t = Tokenizer::from_json(json::serialize(tokenizer), config);
   EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().to_string());
   return t.ok() ? *t : nullptr;
@@ -92,49 +96,68 @@ TEST(AddedTokens, AreMatchedLeftmostLongestBeforeTheModel) {
   };
   auto t = load(doc);
   EXPECT_EQ(encode(*t, "abc<s>abc<s>xa"), (Ids{5, 10, 5, 11, 0}));
-  EXPECT_EQ(encode(*t, "abca"), (Ids{0, 12}));  // the added token wins over the merges
+  EXPECT_EQ(encode(*t, "abca"), (Ids{0, 12}));         // the added token wins over the merges
   EXPECT_EQ(t->decode(Ids{5, 10, 5}), "abc <s> abc");  // no decoder: tokens joined by spaces
   EXPECT_EQ(t->decode(Ids{5, 10, 5}, DecodeOptions{true}), "abc abc");
 }
 
 TEST(AddedTokens, LstripAndRstripAbsorbWhitespace) {
   auto doc = toy({});
-  doc["added_tokens"] = json::array{
-      json::object{{"id", 10}, {"content", "<m>"}, {"special", true}, {"normalized", false}, {"lstrip", true}, {"rstrip", true}}};
+  doc["added_tokens"] = json::array{json::object{{"id", 10},
+                                                 {"content", "<m>"},
+                                                 {"special", true},
+                                                 {"normalized", false},
+                                                 {"lstrip", true},
+                                                 {"rstrip", true}}};
   EXPECT_EQ(encode(*load(doc), "a  <m>  b"), (Ids{0, 10, 1}));
 }
 
 TEST(PostProcessor, TemplateProcessingAddsTokensOnlyWhenAsked) {
   auto doc = toy({});
-  doc["added_tokens"] = json::array{json::object{{"id", 10}, {"content", "<s>"}, {"special", true}},
-                                    json::object{{"id", 11}, {"content", "</s>"}, {"special", true}}};
+  doc["added_tokens"] =
+      json::array{json::object{{"id", 10}, {"content", "<s>"}, {"special", true}},
+                  json::object{{"id", 11}, {"content", "</s>"}, {"special", true}}};
   doc["post_processor"] = json::object{
       {"type", "TemplateProcessing"},
-      {"single", json::array{json::object{{"SpecialToken", json::object{{"id", "<s>"}, {"type_id", 0}}}},
-                             json::object{{"Sequence", json::object{{"id", "A"}, {"type_id", 0}}}},
-                             json::object{{"SpecialToken", json::object{{"id", "</s>"}, {"type_id", 0}}}}}},
-      {"special_tokens", json::object{{"<s>", json::object{{"id", "<s>"}, {"ids", json::array{10}}, {"tokens", json::array{"<s>"}}}},
-                                      {"</s>", json::object{{"id", "</s>"}, {"ids", json::array{11}}, {"tokens", json::array{"</s>"}}}}}}};
+      {"single",
+       json::array{json::object{{"SpecialToken", json::object{{"id", "<s>"}, {"type_id", 0}}}},
+                   json::object{{"Sequence", json::object{{"id", "A"}, {"type_id", 0}}}},
+                   json::object{{"SpecialToken", json::object{{"id", "</s>"}, {"type_id", 0}}}}}},
+      {"special_tokens", json::object{{"<s>", json::object{{"id", "<s>"},
+                                                           {"ids", json::array{10}},
+                                                           {"tokens", json::array{"<s>"}}}},
+                                      {"</s>", json::object{{"id", "</s>"},
+                                                            {"ids", json::array{11}},
+                                                            {"tokens", json::array{"</s>"}}}}}}};
   auto t = load(doc, R"({"bos_token": "<s>", "add_bos_token": true})");
   EXPECT_EQ(encode(*t, "ab", false), (Ids{0, 1}));
-  EXPECT_EQ(encode(*t, "ab", true), (Ids{10, 0, 1, 11}));  // the config's add_bos_token does not double it
+  EXPECT_EQ(encode(*t, "ab", true),
+            (Ids{10, 0, 1, 11}));  // the config's add_bos_token does not double it
 }
 
 TEST(PostProcessor, ConfigAddsBosWhenTheProcessorAddsNothing) {
   auto doc = toy({});
-  doc["added_tokens"] = json::array{json::object{{"id", 10}, {"content", "<s>"}, {"special", true}}};
+  doc["added_tokens"] =
+      json::array{json::object{{"id", 10}, {"content", "<s>"}, {"special", true}}};
   auto t = load(doc, R"({"bos_token": {"content": "<s>"}, "add_bos_token": true})");
   EXPECT_EQ(encode(*t, "ab", true), (Ids{10, 0, 1}));
   EXPECT_EQ(t->bos_id(), std::optional<TokenId>(10));
 }
 
 TEST(Decoder, MetaspaceStyleChainRestoresText) {
-  auto doc = toy({}, json::object{{"\xE2\x96\x81" "a", 8}, {"<0xC3>", 9}, {"<0xA9>", 10}});
+  auto doc = toy({}, json::object{{"\xE2\x96\x81"
+                                   "a",
+                                   8},
+                                  {"<0xC3>", 9},
+                                  {"<0xA9>", 10}});
   doc["decoder"] = json::object{
       {"type", "Sequence"},
-      {"decoders", json::array{json::object{{"type", "Replace"}, {"pattern", json::object{{"String", "\xE2\x96\x81"}}}, {"content", " "}},
-                               json::object{{"type", "ByteFallback"}}, json::object{{"type", "Fuse"}},
-                               json::object{{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}};
+      {"decoders",
+       json::array{json::object{{"type", "Replace"},
+                                {"pattern", json::object{{"String", "\xE2\x96\x81"}}},
+                                {"content", " "}},
+                   json::object{{"type", "ByteFallback"}}, json::object{{"type", "Fuse"}},
+                   json::object{{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}};
   auto t = load(doc);
   EXPECT_EQ(t->decode(Ids{8, 1, 9, 10, 8}), "ab\xC3\xA9 a");
   EXPECT_EQ(t->decode(Ids{8, 9}), "a\xEF\xBF\xBD");  // a lone lead byte token is U+FFFD
@@ -163,13 +186,15 @@ TEST(Load, UnsupportedComponentsAreErrorsNamingThem) {
   doc["truncation"] = json::object{{"max_length", 8}};
   expect_unsupported(doc, "truncation");
   doc = toy({});
-  doc["normalizer"] = json::object{{"type", "Replace"}, {"pattern", json::object{{"Regex", " +"}}}, {"content", " "}};
+  doc["normalizer"] = json::object{
+      {"type", "Replace"}, {"pattern", json::object{{"Regex", " +"}}}, {"content", " "}};
   expect_unsupported(doc, "Replace");
 }
 
 TEST(Load, MalformedFilesAreInvalidArgument) {
-  for (std::string_view bad : {"", "[]", "{", R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a x"]}})",
-                               R"({"model": {"type": "BPE", "vocab": {"a": -1}, "merges": []}})"}) {
+  for (std::string_view bad :
+       {"", "[]", "{", R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a x"]}})",
+        R"({"model": {"type": "BPE", "vocab": {"a": -1}, "merges": []}})"}) {
     auto t = Tokenizer::from_json(bad);
     ASSERT_FALSE(t.ok()) << bad;
     EXPECT_EQ(t.error().code, ErrorCode::kInvalidArgument) << bad;
@@ -181,7 +206,9 @@ TEST(Load, MalformedFilesAreInvalidArgument) {
 
 TEST(Load, BadRegexIsAnErrorWithThePattern) {
   auto doc = toy({});
-  doc["pre_tokenizer"] = json::object{{"type", "Split"}, {"pattern", json::object{{"Regex", "(unclosed"}}}, {"behavior", "Isolated"}};
+  doc["pre_tokenizer"] = json::object{{"type", "Split"},
+                                      {"pattern", json::object{{"Regex", "(unclosed"}}},
+                                      {"behavior", "Isolated"}};
   auto t = Tokenizer::from_json(json::serialize(doc));
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.error().message.find("(unclosed"), std::string::npos);

@@ -19,7 +19,8 @@ TEST(TokenizerFuzzCorpus, EveryInputEncodesConsistently) {
   ASSERT_TRUE(std::filesystem::is_directory(corpus)) << corpus;
   std::size_t models = 0;
   for (const char* name : {"deepseek_v3", "qwen3"}) {
-    const std::string dir = std::string(OMNI_TOKENIZER_MODELS_DIR) + "/tokenizer-" + name + "/models";
+    const std::string dir =
+        std::string(OMNI_TOKENIZER_MODELS_DIR) + "/tokenizer-" + name + "/models";
     if (!std::filesystem::exists(dir + "/tokenizer.json")) continue;
     auto tok = Tokenizer::load(dir);
     ASSERT_TRUE(tok.ok()) << tok.error().to_string();
@@ -45,7 +46,8 @@ TEST(TokenizerFuzzCorpus, EveryInputEncodesConsistently) {
     }
     EXPECT_GE(files, 10u);
   }
-  if (models == 0) GTEST_SKIP() << "the reference tokenizers in .tools/ are missing: run scripts/install-deps.sh";
+  if (models == 0)
+    GTEST_SKIP() << "the reference tokenizers in .tools/ are missing: run scripts/install-deps.sh";
 }
 
 }  // namespace

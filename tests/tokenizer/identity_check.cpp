@@ -19,7 +19,8 @@ using omni::tokenizer::TokenId;
 
 std::vector<TokenId> ids_of(const boost::json::value& v) {
   std::vector<TokenId> ids;
-  for (const auto& x : v.as_array()) ids.push_back(static_cast<TokenId>(x.to_number<std::uint64_t>()));
+  for (const auto& x : v.as_array())
+    ids.push_back(static_cast<TokenId>(x.to_number<std::uint64_t>()));
   return ids;
 }
 
@@ -27,20 +28,23 @@ std::string printable(std::string_view s) {
   return boost::json::serialize(boost::json::value(boost::json::string(s)));
 }
 
-void report(const omni::tokenizer::Tokenizer& tok, std::size_t doc, const std::vector<TokenId>& want,
-            const std::vector<TokenId>& got) {
-  const auto diff = static_cast<std::size_t>(std::mismatch(want.begin(), want.end(), got.begin(), got.end()).first - want.begin());
+void report(const omni::tokenizer::Tokenizer& tok, std::size_t doc,
+            const std::vector<TokenId>& want, const std::vector<TokenId>& got) {
+  const auto diff = static_cast<std::size_t>(
+      std::mismatch(want.begin(), want.end(), got.begin(), got.end()).first - want.begin());
   const std::size_t from = diff > 3 ? diff - 3 : 0;
   const auto span = [&](const std::vector<TokenId>& ids) {
     const std::size_t to = std::min(ids.size(), diff + 4);
     std::string out;
     for (std::size_t i = from; i < to; ++i) out += std::to_string(ids[i]) + (i + 1 < to ? "," : "");
-    const std::vector<TokenId> part(ids.begin() + static_cast<std::ptrdiff_t>(std::min(from, ids.size())),
-                                    ids.begin() + static_cast<std::ptrdiff_t>(to));
+    const std::vector<TokenId> part(
+        ids.begin() + static_cast<std::ptrdiff_t>(std::min(from, ids.size())),
+        ids.begin() + static_cast<std::ptrdiff_t>(to));
     return "[" + out + "] " + printable(tok.decode(part));
   };
-  std::cerr << "document " << doc << ": first difference at id " << diff << " (reference " << want.size()
-            << " ids, ours " << got.size() << ")\n  reference: " << span(want) << "\n  ours:      " << span(got) << "\n";
+  std::cerr << "document " << doc << ": first difference at id " << diff << " (reference "
+            << want.size() << " ids, ours " << got.size() << ")\n  reference: " << span(want)
+            << "\n  ours:      " << span(got) << "\n";
 }
 
 }  // namespace
@@ -62,7 +66,8 @@ int main(int argc, char** argv) {
   std::ifstream expected(argv[3]);
   std::string text_line;
   std::string expected_line;
-  std::size_t docs = 0, ids_compared = 0, id_mismatches = 0, decode_mismatches = 0, prefix_mismatches = 0;
+  std::size_t docs = 0, ids_compared = 0, id_mismatches = 0, decode_mismatches = 0,
+              prefix_mismatches = 0;
   std::string conversation;
   while (std::getline(corpus, text_line)) {
     if (text_line.empty()) continue;
@@ -91,13 +96,15 @@ int main(int argc, char** argv) {
     auto inc = incremental.encode_incremental(conversation);
     auto full = encoder.encode(conversation);
     if (!inc.ok() || !full.ok() || *inc != *full) {
-      if (++prefix_mismatches <= 5) std::cerr << "document " << docs << ": prefix-cached encode differs from a full encode\n";
+      if (++prefix_mismatches <= 5)
+        std::cerr << "document " << docs << ": prefix-cached encode differs from a full encode\n";
     }
     ++docs;
   }
   const auto& st = incremental.stats();
-  std::cout << argv[1] << ": " << docs << " documents, " << ids_compared << " ids compared, " << id_mismatches
-            << " documents with different ids, " << decode_mismatches << " with a different decode, " << prefix_mismatches
-            << " prefix-cache differences (" << st.prefix_reuses << " reuses, " << st.reused_bytes << " bytes reused)\n";
+  std::cout << argv[1] << ": " << docs << " documents, " << ids_compared << " ids compared, "
+            << id_mismatches << " documents with different ids, " << decode_mismatches
+            << " with a different decode, " << prefix_mismatches << " prefix-cache differences ("
+            << st.prefix_reuses << " reuses, " << st.reused_bytes << " bytes reused)\n";
   return id_mismatches == 0 && decode_mismatches == 0 && prefix_mismatches == 0 ? 0 : 1;
 }

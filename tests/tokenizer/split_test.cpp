@@ -14,7 +14,8 @@ std::vector<std::string> pieces(const PreTokenizer& p, std::string_view text) {
   std::vector<Piece> out;
   EXPECT_TRUE(p.split(text, in, out, scratch).ok());
   std::vector<std::string> result;
-  for (const Piece& piece : out) result.emplace_back(text.substr(piece.begin, piece.end - piece.begin));
+  for (const Piece& piece : out)
+    result.emplace_back(text.substr(piece.begin, piece.end - piece.begin));
   return result;
 }
 
@@ -22,10 +23,13 @@ using Strings = std::vector<std::string>;
 
 TEST(Split, EveryDelimiterBehaviour) {
   const std::string_view text = "the-final--countdown";
-  const auto split = [&](SplitBehavior b, bool invert = false) { return pieces(**make_split("-", true, b, invert), text); };
+  const auto split = [&](SplitBehavior b, bool invert = false) {
+    return pieces(**make_split("-", true, b, invert), text);
+  };
   EXPECT_EQ(split(SplitBehavior::kRemoved), (Strings{"the", "final", "countdown"}));
   EXPECT_EQ(split(SplitBehavior::kIsolated), (Strings{"the", "-", "final", "-", "-", "countdown"}));
-  EXPECT_EQ(split(SplitBehavior::kMergedWithPrevious), (Strings{"the-", "final-", "-", "countdown"}));
+  EXPECT_EQ(split(SplitBehavior::kMergedWithPrevious),
+            (Strings{"the-", "final-", "-", "countdown"}));
   EXPECT_EQ(split(SplitBehavior::kMergedWithNext), (Strings{"the", "-final", "-", "-countdown"}));
   EXPECT_EQ(split(SplitBehavior::kContiguous), (Strings{"the", "-", "final", "--", "countdown"}));
   EXPECT_EQ(split(SplitBehavior::kRemoved, true), (Strings{"-", "-", "-"}));

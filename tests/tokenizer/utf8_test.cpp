@@ -21,7 +21,7 @@ TEST(Utf8, EachMaximalInvalidSubpartBecomesOneReplacement) {
   EXPECT_EQ(to_valid_lossy("\xED\xA0\x80"), R + R + R);  // a surrogate is three invalid bytes
   EXPECT_EQ(to_valid_lossy("\xC0\xAF"), R + R);          // overlong
   EXPECT_EQ(to_valid_lossy("\xF4\x90\x80\x80"), R + R + R + R);  // above U+10FFFF
-  EXPECT_EQ(to_valid_lossy("\xE4\xBD"), R);              // truncated at the end
+  EXPECT_EQ(to_valid_lossy("\xE4\xBD"), R);                      // truncated at the end
   EXPECT_FALSE(is_valid("\xE4\xBD"));
 }
 
@@ -39,7 +39,9 @@ TEST(Utf8, CompletePrefixHoldsBackOnlyAnUnfinishedCharacter) {
   EXPECT_EQ(complete_prefix_length("\xF0\x9F\x98"), 0u);
   // Bytes that can never complete are not held back.
   EXPECT_EQ(complete_prefix_length("a\x80"), 2u);
-  EXPECT_EQ(complete_prefix_length("a\xE4" "b"), 3u);
+  EXPECT_EQ(complete_prefix_length("a\xE4"
+                                   "b"),
+            3u);
   EXPECT_EQ(complete_prefix_length("\xED\xA0"), 2u);  // a surrogate lead never completes
 }
 

@@ -47,7 +47,8 @@ TEST(Prompt, TokensStayInsideTheVocabularyRange) {
 TEST(Prompt, SaltChangesTheBlocks) {
   PromptOptions salted;
   salted.salt = 1;
-  EXPECT_NE(prompt_tokens(spec_of(512, {3}), PromptOptions{}), prompt_tokens(spec_of(512, {3}), salted));
+  EXPECT_NE(prompt_tokens(spec_of(512, {3}), PromptOptions{}),
+            prompt_tokens(spec_of(512, {3}), salted));
 }
 
 TEST(Prompt, TextFormKeepsPrefixesAndSeparatesWords) {

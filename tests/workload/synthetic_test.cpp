@@ -20,7 +20,8 @@ std::vector<RequestSpec> drain(Workload& w) {
 
 TEST(SyntheticSpec, ParsesEveryKey) {
   auto spec = parse_synthetic_spec(
-      "n=50,rate=4,arrival=gamma,cv=2,input=lognormal:2000:1500,output=uniform:50:300,turns=3,user=exp:40,"
+      "n=50,rate=4,arrival=gamma,cv=2,input=lognormal:2000:1500,output=uniform:50:300,turns=3,user="
+      "exp:40,"
       "think=1500ms,system=1024");
   ASSERT_TRUE(spec.ok()) << spec.error().to_string();
   EXPECT_EQ(spec->requests, 50u);
@@ -46,8 +47,9 @@ TEST(SyntheticSpec, EmptySpecIsTheDefault) {
 }
 
 TEST(SyntheticSpec, RejectsBadItemsNamingThem) {
-  for (const char* bad : {"n=0", "rate=0", "rate=-1", "arrival=weibull", "input=uniform:5:1", "input=normal:1",
-                          "input=zipf:1", "think=5", "bogus=1", "n", "system=x", "cv=abc", "input=lognormal:0:1"}) {
+  for (const char* bad :
+       {"n=0", "rate=0", "rate=-1", "arrival=weibull", "input=uniform:5:1", "input=normal:1",
+        "input=zipf:1", "think=5", "bogus=1", "n", "system=x", "cv=abc", "input=lognormal:0:1"}) {
     auto spec = parse_synthetic_spec(bad);
     ASSERT_FALSE(spec.ok()) << bad;
     EXPECT_NE(spec.error().message.find(bad), std::string::npos) << spec.error().message;
@@ -92,7 +94,8 @@ TEST(GammaGap, HasTheRequestedMeanAndVariation) {
 }
 
 TEST(SyntheticWorkload, SameSeedSameRequestsAndArrivalsAreOrdered) {
-  auto spec = *parse_synthetic_spec("n=300,rate=20,input=uniform:10:3000,output=exp:50,turns=uniform:1:4,think=200ms");
+  auto spec = *parse_synthetic_spec(
+      "n=300,rate=20,input=uniform:10:3000,output=exp:50,turns=uniform:1:4,think=200ms");
   auto a = drain(*make_synthetic_workload(spec, 11));
   auto b = drain(*make_synthetic_workload(spec, 11));
   auto c = drain(*make_synthetic_workload(spec, 12));
@@ -115,7 +118,8 @@ TEST(SyntheticWorkload, PoissonRateIsRespected) {
 }
 
 TEST(SyntheticWorkload, SessionsGrowByTheAnswerAndShareTheirPrefix) {
-  auto spec = *parse_synthetic_spec("n=3,rate=0.001,input=600,output=100,user=30,turns=3,think=2s,system=512");
+  auto spec = *parse_synthetic_spec(
+      "n=3,rate=0.001,input=600,output=100,user=30,turns=3,think=2s,system=512");
   auto reqs = drain(*make_synthetic_workload(spec, 1));
   ASSERT_EQ(reqs.size(), 3u);
   for (std::uint32_t t = 0; t < 3; ++t) {
@@ -127,8 +131,10 @@ TEST(SyntheticWorkload, SessionsGrowByTheAnswerAndShareTheirPrefix) {
   EXPECT_EQ(reqs[1].input_tokens, 512u + 600u + 100u + 30u);
   EXPECT_EQ(reqs[2].input_tokens, 512u + 730u + 100u + 30u);
   // Turn 0's ids are a prefix of turn 1's, which are a prefix of turn 2's.
-  EXPECT_TRUE(std::equal(reqs[0].hash_ids.begin(), reqs[0].hash_ids.end(), reqs[1].hash_ids.begin()));
-  EXPECT_TRUE(std::equal(reqs[1].hash_ids.begin(), reqs[1].hash_ids.end(), reqs[2].hash_ids.begin()));
+  EXPECT_TRUE(
+      std::equal(reqs[0].hash_ids.begin(), reqs[0].hash_ids.end(), reqs[1].hash_ids.begin()));
+  EXPECT_TRUE(
+      std::equal(reqs[1].hash_ids.begin(), reqs[1].hash_ids.end(), reqs[2].hash_ids.begin()));
   EXPECT_EQ(reqs[0].hash_ids[0], kGeneratedIdBase);  // the system block
 }
 

@@ -37,10 +37,10 @@ struct ZmqPublisherConfig {
 };
 
 struct ZmqPublisherStats {
-  std::uint64_t published = 0;       // batches sent on the PUB socket
-  std::uint64_t dropped = 0;         // batches refused because the queue was full
-  std::uint64_t send_failures = 0;   // PUB sends that failed (HWM reached, ...)
-  std::uint64_t replay_requests = 0; // well-formed replay requests answered
+  std::uint64_t published = 0;        // batches sent on the PUB socket
+  std::uint64_t dropped = 0;          // batches refused because the queue was full
+  std::uint64_t send_failures = 0;    // PUB sends that failed (HWM reached, ...)
+  std::uint64_t replay_requests = 0;  // well-formed replay requests answered
   std::uint64_t bad_replay_requests = 0;
 };
 

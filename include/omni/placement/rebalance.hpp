@@ -11,8 +11,8 @@
 // Every move strictly lowers its layer's max device load and never puts two copies of one
 // expert on a device. With several nodes, moves also keep each expert's copies spread evenly
 // over nodes (as plan_uniform lays them out), so a replace only changes copy counts that stay
-// at most `nodes` or a multiple of it. It stops at the move budget, or when every layer is at or below the target
-// max/mean ratio, or when no move helps.
+// at most `nodes` or a multiple of it. It stops at the move budget, or when every layer is at or
+// below the target max/mean ratio, or when no move helps.
 //
 // Rounds: moves keep their order; a new round starts whenever a move shares a device (as sender
 // or receiver) with a move of the current round, so within a round every device takes part in

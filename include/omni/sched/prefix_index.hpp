@@ -47,7 +47,7 @@ struct PrefixIndexStats {
 
 struct PrefixIndexOptions {
   std::size_t max_entries = std::size_t{1} << 24;  // (block, instance) pairs
-  double predicted_ttl_s = 2.0;                     // lifetime of an approximate insert
+  double predicted_ttl_s = 2.0;                    // lifetime of an approximate insert
 };
 
 class PrefixIndex {

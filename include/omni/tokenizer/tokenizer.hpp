@@ -42,8 +42,8 @@ class Tokenizer {
   // a directory holding them. tokenizer_config.json is optional. A component this library does
   // not implement is an `unsupported` error naming it.
   static Result<std::shared_ptr<const Tokenizer>> load(const std::string& path);
-  static Result<std::shared_ptr<const Tokenizer>> from_json(std::string_view tokenizer_json,
-                                                            std::string_view tokenizer_config_json = {});
+  static Result<std::shared_ptr<const Tokenizer>> from_json(
+      std::string_view tokenizer_json, std::string_view tokenizer_config_json = {});
 
   explicit Tokenizer(std::unique_ptr<Impl> impl);
   ~Tokenizer();
@@ -52,7 +52,8 @@ class Tokenizer {
 
   // Encodes with a fresh, throw-away Encoder; hold an Encoder to keep its caches. Invalid UTF-8
   // is read as Rust's from_utf8_lossy would (each maximal invalid subpart is one U+FFFD).
-  Result<std::vector<TokenId>> encode(std::string_view text, const EncodeOptions& options = {}) const;
+  Result<std::vector<TokenId>> encode(std::string_view text,
+                                      const EncodeOptions& options = {}) const;
   std::string decode(std::span<const TokenId> ids, const DecodeOptions& options = {}) const;
 
   std::size_t vocab_size() const noexcept;
@@ -72,8 +73,8 @@ class Tokenizer {
 
 struct EncoderStats {
   std::uint64_t encodes = 0;
-  std::uint64_t prefix_reuses = 0;      // encode_incremental calls that reused earlier work
-  std::uint64_t reused_bytes = 0;       // input bytes not tokenized again thanks to that
+  std::uint64_t prefix_reuses = 0;  // encode_incremental calls that reused earlier work
+  std::uint64_t reused_bytes = 0;   // input bytes not tokenized again thanks to that
   std::uint64_t word_cache_hits = 0;
   std::uint64_t word_cache_misses = 0;
 };
@@ -81,7 +82,8 @@ struct EncoderStats {
 // Encoding state for one thread: a bounded word cache (pre-token -> ids) and the prefix cache.
 class Encoder {
  public:
-  explicit Encoder(std::shared_ptr<const Tokenizer> tokenizer, std::size_t word_cache_entries = 1u << 16);
+  explicit Encoder(std::shared_ptr<const Tokenizer> tokenizer,
+                   std::size_t word_cache_entries = 1u << 16);
   ~Encoder();
   Encoder(Encoder&&) noexcept;
   Encoder& operator=(Encoder&&) noexcept;
@@ -91,7 +93,8 @@ class Encoder {
   // Same ids as encode(text), reusing the work of the previous encode_incremental() call for the
   // longest common prefix of the two texts, back to the last pre-token boundary that the rest of
   // the text cannot move (multi-turn chat: each turn's prompt extends the last one).
-  Result<std::vector<TokenId>> encode_incremental(std::string_view text, const EncodeOptions& options = {});
+  Result<std::vector<TokenId>> encode_incremental(std::string_view text,
+                                                  const EncodeOptions& options = {});
 
   const EncoderStats& stats() const noexcept;
 

@@ -19,9 +19,9 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "socket_watchdog.hpp"
 #include "omni/http/client.hpp"
 #include "response_parse.hpp"
+#include "socket_watchdog.hpp"
 
 namespace omni::http::detail {
 

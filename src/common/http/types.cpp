@@ -1,8 +1,8 @@
 #include "omni/http/types.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <boost/json.hpp>
+#include <cstring>
 
 namespace omni::http {
 

@@ -13,6 +13,7 @@
 // cached_tokens counts the prompt's leading 512-token blocks this server has seen before (an
 // infinite prefix cache), so prefix sharing in a replayed trace shows up in the results.
 // Prints "listening on 127.0.0.1:PORT" once ready; stops on SIGINT/SIGTERM.
+#include <CLI/CLI.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -21,7 +22,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
-#include <CLI/CLI.hpp>
 #include <csignal>
 #include <iostream>
 #include <mutex>
@@ -53,7 +53,8 @@ Prompt parse_prompt(const std::string& body) {
   auto doc = boost::json::parse(body, ec);
   if (ec || !doc.is_object()) return p;
   const auto& obj = doc.get_object();
-  if (const auto* m = obj.if_contains("max_tokens"); m != nullptr && m->is_int64()) p.max_tokens = m->get_int64();
+  if (const auto* m = obj.if_contains("max_tokens"); m != nullptr && m->is_int64())
+    p.max_tokens = m->get_int64();
   if (const auto* prompt = obj.if_contains("prompt"); prompt != nullptr && prompt->is_array()) {
     for (const auto& t : prompt->get_array()) p.tokens.push_back(t.is_int64() ? t.get_int64() : 0);
   }
@@ -69,7 +70,8 @@ class PrefixCache {
     std::int64_t cached = 0;
     bool hit = true;
     for (std::size_t start = 0; start + 512 <= tokens.size(); start += 512) {
-      for (std::size_t i = start; i < start + 512; ++i) chain = chain * 1000003u ^ static_cast<std::size_t>(tokens[i]);
+      for (std::size_t i = start; i < start + 512; ++i)
+        chain = chain * 1000003u ^ static_cast<std::size_t>(tokens[i]);
       const bool seen = !seen_.insert(chain).second;
       hit = hit && seen;
       if (hit) cached += 512;
@@ -88,19 +90,22 @@ Task<void> sleep_ms(int ms) {
 }
 
 std::string text_chunk(bool chat) {
-  return chat ? R"({"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":" tok"},"finish_reason":null}]})"
-              : R"({"id":"cmpl-1","object":"text_completion","choices":[{"index":0,"text":" tok","finish_reason":null}]})";
+  return chat
+             ? R"({"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":" tok"},"finish_reason":null}]})"
+             : R"({"id":"cmpl-1","object":"text_completion","choices":[{"index":0,"text":" tok","finish_reason":null}]})";
 }
 
-Task<void> stream_ok(http::SseWriter& sse, const Prompt& p, bool chat, std::int64_t cached, int itl_ms) {
+Task<void> stream_ok(http::SseWriter& sse, const Prompt& p, bool chat, std::int64_t cached,
+                     int itl_ms) {
   const std::string chunk = text_chunk(chat);
   for (std::int64_t i = 0; i < std::max<std::int64_t>(p.max_tokens, 1); ++i) {
     if (i > 0) co_await sleep_ms(itl_ms);
     if (!co_await sse.send_data(chunk)) co_return;
   }
-  const std::string usage = R"({"id":"cmpl-1","choices":[],"usage":{"prompt_tokens":)" + std::to_string(p.tokens.size()) +
-                            ",\"completion_tokens\":" + std::to_string(p.max_tokens) +
-                            ",\"prompt_tokens_details\":{\"cached_tokens\":" + std::to_string(cached) + "}}}";
+  const std::string usage =
+      R"({"id":"cmpl-1","choices":[],"usage":{"prompt_tokens":)" + std::to_string(p.tokens.size()) +
+      ",\"completion_tokens\":" + std::to_string(p.max_tokens) +
+      ",\"prompt_tokens_details\":{\"cached_tokens\":" + std::to_string(cached) + "}}}";
   if (!co_await sse.send_data(usage)) co_return;
   if (!co_await sse.send_data("[DONE]")) co_return;
   (void)co_await sse.end();
@@ -115,7 +120,8 @@ class FakeServer {
     const bool chat = request.path().ends_with("/chat/completions");
     const Prompt prompt = parse_prompt(request.body);
     if (behaviour == "http500") {
-      http::Response response = http::error_response(500, "the engine is on fire", "InternalServerError");
+      http::Response response =
+          http::error_response(500, "the engine is on fire", "InternalServerError");
       (void)co_await writer.send(std::move(response));
       co_return;
     }
@@ -136,7 +142,8 @@ class FakeServer {
       (void)co_await sse.end();
     } else if (behaviour == "error_event") {
       (void)co_await sse.send_data(text_chunk(chat));
-      (void)co_await sse.send_data(R"({"error": {"message": "generation failed", "type": "InternalServerError", "param": null, "code": 500}})");
+      (void)co_await sse.send_data(
+          R"({"error": {"message": "generation failed", "type": "InternalServerError", "param": null, "code": 500}})");
       (void)co_await sse.send_data("[DONE]");
       (void)co_await sse.end();
     } else {  // no_done
@@ -156,12 +163,14 @@ class FakeServer {
 int main(int argc, char** argv) {
   CLI::App app("fake-openai-server: an unreliable OpenAI-compatible server for tests");
   FakeConfig config;
-  app.add_option("--behaviours", config.behaviours, "Behaviour per request, cycled")->delimiter(',');
+  app.add_option("--behaviours", config.behaviours, "Behaviour per request, cycled")
+      ->delimiter(',');
   app.add_option("--itl-ms", config.itl_ms, "Gap between streamed chunks");
   app.add_option("--stall-ms", config.stall_ms, "How long 'stall' stays silent");
   CLI11_PARSE(app, argc, argv);
   for (const auto& b : config.behaviours) {
-    static const std::vector<std::string> known = {"ok", "http500", "cut", "garbage", "stall", "error_event", "no_done"};
+    static const std::vector<std::string> known = {"ok",    "http500",     "cut",    "garbage",
+                                                   "stall", "error_event", "no_done"};
     if (std::find(known.begin(), known.end(), b) == known.end()) {
       std::cerr << "unknown behaviour " << b << "\n";
       return 2;

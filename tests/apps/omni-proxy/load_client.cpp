@@ -1,11 +1,11 @@
 // omni-proxy-load: N concurrent clients sending requests to one endpoint, for the integration
 // tests (1,000 concurrent streams, engines killed under load) and the benchmarks (latency
 // percentiles, requests/s). Prints one JSON summary line.
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/json.hpp>
-#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -25,7 +25,7 @@ struct LoadConfig {
   std::string target = "127.0.0.1:8000";
   std::string path = "/v1/completions";
   std::string body = R"({"model":"m","prompt":"hello","max_tokens":4})";
-  bool stream = false;           // read the answer as SSE and check it ends with [DONE]
+  bool stream = false;  // read the answer as SSE and check it ends with [DONE]
   unsigned concurrency = 16;
   unsigned requests = 100;       // in total
   omni::Duration duration = 0s;  // if set: run this long instead of a request count
@@ -46,14 +46,15 @@ void describe(omni::config::Schema<LoadConfig>& s) {
 struct Stats {
   std::map<int, unsigned> status;
   unsigned transport_errors = 0;
-  unsigned complete_streams = 0;   // ended with data: [DONE]
-  unsigned error_events = 0;       // in-stream error events
+  unsigned complete_streams = 0;  // ended with data: [DONE]
+  unsigned error_events = 0;      // in-stream error events
   std::uint64_t events = 0;
   std::vector<double> latency_us;
   unsigned started = 0;
 };
 
-Task<void> one(http::Client& client, const http::Endpoint& to, const LoadConfig& cfg, Stats& stats) {
+Task<void> one(http::Client& client, const http::Endpoint& to, const LoadConfig& cfg,
+               Stats& stats) {
   http::Request request;
   request.method = http::Method::kPost;
   request.target = cfg.path;
@@ -142,7 +143,8 @@ int main(int argc, char** argv) {
     asio::co_spawn(io, worker(client, *to, cfg, stats, deadline), asio::detached);
   }
   io.run();
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   boost::json::object out;
   boost::json::object statuses;
   for (const auto& [code, n] : stats.status) statuses[std::to_string(code)] = n;

@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "omni/http/client.hpp"
 #include "client_script_server.hpp"
+#include "omni/http/client.hpp"
 
 namespace omni::http::testing {
 
