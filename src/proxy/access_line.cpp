@@ -1,7 +1,9 @@
 // The end of a call: one JSON access-log line with every stage's timestamp, and the metrics.
+#include <fmt/format.h>
 #include <boost/json.hpp>
 
 #include "call.hpp"
+#include "omni/log/log.hpp"
 
 namespace omni::proxy {
 namespace {
@@ -136,6 +138,53 @@ void log_refused(Gateway::Impl& g, const http::RefusedRequest& refused) {
   log_plain_request(g, entry);
 }
 
+namespace {
+
+// The request's events worth an operator's attention, one log line per kind and interval
+// (ThrottledEvents): failures the proxy could not hide, retries, KV redos, migrations.
+void say_request_events(const Call& call) {
+  Gateway::Impl& g = call.g;
+  const TimePoint now = g.clock.now();
+  auto say = [&](bool warn, std::string_view kind, const std::string& detail) {
+    auto line = g.request_events.note(kind, detail, now);
+    if (!line) return;
+    if (warn) {
+      log::get("proxy")->warn("{}", *line);
+    } else {
+      log::get("proxy")->info("{}", *line);
+    }
+  };
+  switch (call.outcome) {
+    case RequestOutcome::kUpstreamError:
+    case RequestOutcome::kStreamError:
+    case RequestOutcome::kTimeout:
+    case RequestOutcome::kRejected:
+      say(true, fmt::format("requests failed ({})", outcome_name(call.outcome)),
+          fmt::format("request {} got {}: {}", log_safe(call.request_id), call.status,
+                      log_safe(call.error)));
+      break;
+    default: break;
+  }
+  const std::uint32_t retries = call.prefill_retries + call.decode_retries;
+  if (retries > 0) {
+    say(false, "requests retried on another node",
+        fmt::format("request {}: {} prefill and {} decode retries, served by {}",
+                    log_safe(call.request_id), call.prefill_retries, call.decode_retries,
+                    call.decode_node.empty() ? "none" : call.decode_node));
+  }
+  if (call.kv_redos > 0) {
+    say(false, "requests prefilled again after lost KV",
+        fmt::format("request {}: {} redo(s)", log_safe(call.request_id), call.kv_redos));
+  }
+  if (call.migration.count > 0) {
+    say(false, "streams continued on another engine",
+        fmt::format("request {}: {} continuation(s), cause {}", log_safe(call.request_id),
+                    call.migration.count, migration_cause_name(call.migration.cause)));
+  }
+}
+
+}  // namespace
+
 void finish_call(Call& call) {
   Gateway::Impl& g = call.g;
   call.life.mark(Stage::kDone, g.clock.now());
@@ -155,6 +204,7 @@ void finish_call(Call& call) {
     }
   }
   if (g.access_log.enabled()) g.access_log.write(access_line(call, e2e));
+  say_request_events(call);
 }
 
 }  // namespace omni::proxy

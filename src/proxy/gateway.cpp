@@ -1,5 +1,7 @@
 // Gateway lifecycle (create, start, reload, stop) and the small shared pieces: node
 // directory, in-flight registry, access log, per-thread clients, gauges.
+#include <fmt/format.h>
+#include <algorithm>
 #include <boost/asio/any_io_executor.hpp>
 #include <utility>
 
@@ -73,6 +75,38 @@ std::unique_ptr<http::Server> make_server(Gateway::Impl& g, http::ServerOptions 
   hooks.on_refused = [gp](const http::RefusedRequest& refused) { log_refused(*gp, refused); };
   return std::make_unique<http::Server>(std::move(options), make_handler(g, listener),
                                         std::move(hooks));
+}
+
+std::string node_list(const std::vector<NodeEntry>& entries, Role role) {
+  std::string out;
+  for (const NodeEntry& entry : entries) {
+    if (entry.spec.role != role) continue;
+    if (!out.empty()) out += ", ";
+    out += entry.spec.name;
+    if (!entry.spec.group.empty()) out += " [" + entry.spec.group + "]";
+  }
+  return out.empty() ? "none" : out;
+}
+
+// What an operator checks first when something is off: the effective set-up, in one line each.
+void say_setup(const Gateway::Impl& g) {
+  const ProxyConfig& c = g.config;
+  const auto entries = node_entries(c);
+  auto logger = log::get("proxy");
+  logger->info("pd_mode {}, policy {}; prefill: {}; decode: {}", pd_mode_name(c.pd_mode), c.policy,
+               node_list(entries, Role::kPrefill), node_list(entries, Role::kDecode));
+  logger->info(
+      "limits: queue {} requests, per node {} outstanding tokens and {} running; retries: {} "
+      "prefill, {} decode; migration attempts {}",
+      c.limits.queue_capacity, c.limits.node_max_outstanding_tokens, c.limits.node_max_running,
+      c.retries.prefill_attempts, c.retries.decode_attempts, c.migration_max_attempts);
+  const auto authority = g.authority.load();
+  logger->info("access: /v1/* {}; admin routes and /metrics {}; engine key {}",
+               authority->access.api_keys.empty() ? "open (no client key)" : "need a client key",
+               c.admin_listen                    ? "on " + *c.admin_listen
+               : authority->access.admin.empty() ? std::string("for local clients only")
+                                                 : std::string("need the admin token off-host"),
+               authority->engine_authorization.empty() ? "none" : "set");
 }
 
 std::vector<NodeSpec> specs_of(const std::vector<NodeEntry>& entries) {
@@ -165,9 +199,13 @@ bool DrainDeadlines::due(const std::string& node, std::chrono::steady_clock::tim
 void set_draining(Gateway::Impl& g, const std::string& node, bool draining) {
   g.dispatcher->drain(node, draining);
   if (!draining) {
+    log::get("proxy")->info("node {} undrained: it takes new requests again", node);
     g.drains.stop(node);
     return;
   }
+  log::get("proxy")->info(
+      "node {} drained: no new requests; its streams may finish within {:g}s, then migrate", node,
+      std::chrono::duration<double>(g.config.timeouts.drain_grace).count());
   g.drains.start(node, std::chrono::steady_clock::now() +
                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                g.config.timeouts.drain_grace));
@@ -357,7 +395,12 @@ Result<std::unique_ptr<Gateway::Impl>> make_gateway_impl(ProxyConfig config, con
   impl->random_state =
       static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   SchedulerOptions options = scheduler_options(impl->config);
-  options.observer = &impl->prefix_lookups;
+  options.observer = &impl->node_events;
+  auto health_changes = impl->registry.counter(
+      "omni_proxy:node_health_changes_total",
+      "Node health changes, by node and new state (up, down, ejected, trial).", {"node", "to"});
+  if (!health_changes) return std::move(health_changes).error();
+  impl->node_events.bind(*health_changes);
   if (impl->config.fleet.nats_url) {
     impl->fleet = std::make_unique<FleetSync>(
         impl->config.fleet, fleet_config_digest(impl->config, impl->prompts->root().hex()),
@@ -425,6 +468,7 @@ Status Gateway::start() {
                         "admin listener " + *impl_->config.admin_listen + ": " + s.error().message);
     }
   }
+  say_setup(*impl_);
   start_health_checks(*impl_);
   if (Status s = impl_->kv_feeds->follow(node_entries(impl_->config)); !s) {
     stop();
@@ -440,6 +484,31 @@ std::optional<std::uint16_t> Gateway::admin_port() const noexcept {
   return impl_->admin_server->port();
 }
 
+namespace {
+
+// Which nodes a reload adds and removes ("+10.0.0.3:8000 (decode)"), or that the pools stay.
+void say_pool_changes(const std::vector<NodeEntry>& before, const std::vector<NodeEntry>& after) {
+  auto has = [](const std::vector<NodeEntry>& list, const NodeEntry& entry) {
+    return std::any_of(list.begin(), list.end(), [&](const NodeEntry& e) {
+      return e.spec.name == entry.spec.name && e.spec.role == entry.spec.role;
+    });
+  };
+  std::string changes;
+  auto add = [&](char sign, const NodeEntry& e) {
+    changes += fmt::format("{}{}{} ({})", changes.empty() ? "" : ", ", sign, e.spec.name,
+                           e.spec.role == Role::kPrefill ? "prefill" : "decode");
+  };
+  for (const NodeEntry& e : after) {
+    if (!has(before, e)) add('+', e);
+  }
+  for (const NodeEntry& e : before) {
+    if (!has(after, e)) add('-', e);
+  }
+  log::get("proxy")->info("reload: {}", changes.empty() ? "pools unchanged" : changes);
+}
+
+}  // namespace
+
 Status Gateway::reload(const ProxyConfig& config) {
   // The pools and the secrets change: in-flight requests keep their leases; the scheduler keeps
   // the load and health of nodes that stay, and forgets removed ones once their load drains.
@@ -449,6 +518,7 @@ Status Gateway::reload(const ProxyConfig& config) {
     return s;
   }
   auto entries = node_entries(config);
+  say_pool_changes(impl_->directory.all(), entries);
   std::vector<NodeEntry> merged = entries;
   // Removed nodes must stay resolvable for the requests still using them.
   for (const NodeEntry& old : impl_->directory.all()) {

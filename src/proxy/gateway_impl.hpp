@@ -21,6 +21,7 @@
 #include "fleet_sync.hpp"
 #include "kv_feed.hpp"
 #include "model_catalog.hpp"
+#include "node_events.hpp"
 #include "omni/http/client.hpp"
 #include "omni/http/server.hpp"
 #include "omni/proxy/gateway.hpp"
@@ -135,8 +136,10 @@ struct Gateway::Impl {
   std::unique_ptr<Dispatcher> dispatcher;
   std::unique_ptr<PromptReader> prompts;    // tokens and block hashes of each prompt
   std::unique_ptr<ChatToCompletions> chat;  // --chat-to-completions; null when off
-  PrefixLookupMetrics prefix_lookups;       // the Scheduler's observer
-  std::unique_ptr<KvEventFeeds> kv_feeds;   // engines' KV events into the prefix index
+  PrefixLookupMetrics prefix_lookups;
+  NodeEventLog node_events{prefix_lookups};  // the Scheduler's observer (passes lookups on)
+  ThrottledEvents request_events;            // failures, retries, migrations: one line a kind
+  std::unique_ptr<KvEventFeeds> kv_feeds;    // engines' KV events into the prefix index
   NodeDirectory directory;
   DrainDeadlines drains;
   ModelCatalog models;  // each engine's /v1/models (the health checker keeps it)

@@ -11,6 +11,18 @@
 
 namespace omni::proxy {
 
+std::string_view health_cause_name(HealthCause cause) noexcept {
+  switch (cause) {
+    case HealthCause::kProbeFailed: return "its /health probe failed";
+    case HealthCause::kProbeRecovered: return "its /health probe succeeded";
+    case HealthCause::kConsecutiveFailures: return "consecutive failed requests";
+    case HealthCause::kTrialFailed: return "its trial request failed";
+    case HealthCause::kTrialSucceeded: return "its trial request succeeded";
+    case HealthCause::kCoolDownOver: return "its ejection time is over";
+  }
+  return "unknown";
+}
+
 std::string_view health_name(NodeHealth health) noexcept {
   switch (health) {
     case NodeHealth::kUp: return "up";
@@ -531,7 +543,7 @@ void Scheduler::release(const Lease& lease, Outcome outcome) {
   } else if (outcome == Outcome::kSuccess) {
     node->status.consecutive_failures = 0;
     if (node->status.health == NodeHealth::kTrial) {
-      node->status.health = NodeHealth::kUp;
+      set_health(*node, NodeHealth::kUp, HealthCause::kTrialSucceeded);
       node->next_ejection = options_.ejection_time;
     }
   }
@@ -550,16 +562,19 @@ bool Scheduler::cancel(std::uint64_t ticket) {
 void Scheduler::report_probe(std::uint32_t id, bool healthy) {
   Node* node = find(id);
   if (!node) return;
-  NodeHealth& health = node->status.health;
+  const NodeHealth health = node->status.health;
   if (!healthy) {
-    if (health == NodeHealth::kUp || health == NodeHealth::kTrial) health = NodeHealth::kDown;
+    if (health == NodeHealth::kUp || health == NodeHealth::kTrial) {
+      set_health(*node, NodeHealth::kDown, HealthCause::kProbeFailed);
+    }
     return;
   }
   if (health == NodeHealth::kDown) {
-    health = NodeHealth::kUp;
+    set_health(*node, NodeHealth::kUp, HealthCause::kProbeRecovered);
     node->status.consecutive_failures = 0;
   } else if (health == NodeHealth::kEjected) {
-    health = NodeHealth::kTrial;  // a real request decides whether the circuit closes
+    // A real request decides whether the circuit closes.
+    set_health(*node, NodeHealth::kTrial, HealthCause::kProbeRecovered);
   }
 }
 
@@ -627,7 +642,7 @@ bool Scheduler::any_possible(const Ticket& ticket) const {
 void Scheduler::refresh_circuits(TimePoint now) {
   for (Node& node : nodes_) {
     if (node.status.health == NodeHealth::kEjected && now >= node.ejected_until) {
-      node.status.health = NodeHealth::kTrial;
+      set_health(node, NodeHealth::kTrial, HealthCause::kCoolDownOver);
     }
   }
 }
@@ -654,9 +669,21 @@ void Scheduler::record_failure(Node& node, TimePoint now) {
   if (!trial_failed && s.consecutive_failures < options_.failures_to_eject) return;
   if (s.health == NodeHealth::kDown) return;             // already out; the probe brings it back
   if (!trial_failed && !may_eject(s.spec.role)) return;  // the ejection floor
-  s.health = NodeHealth::kEjected;
-  node.ejected_until = now + node.next_ejection;
+  const Duration cool_down = node.next_ejection;
+  node.ejected_until = now + cool_down;
   node.next_ejection = std::min(node.next_ejection * 2, options_.max_ejection_time);
+  set_health(node, NodeHealth::kEjected,
+             trial_failed ? HealthCause::kTrialFailed : HealthCause::kConsecutiveFailures,
+             cool_down);
+}
+
+void Scheduler::set_health(Node& node, NodeHealth to, HealthCause cause, Duration for_how_long) {
+  const NodeHealth from = node.status.health;
+  if (from == to) return;
+  node.status.health = to;
+  if (options_.observer) {
+    options_.observer->on_health_change(node.status.spec, from, to, cause, for_how_long);
+  }
 }
 
 Scheduler::Node* Scheduler::find(std::uint32_t id) {

@@ -2,9 +2,10 @@
 // where an operator keeps them out of `ps` and shell history: files (one key per line) and
 // environment variables, besides the config file and flags (which still work, with a warning).
 //
-//   api_keys       api_keys (YAML/flags)  + api_keys_file          + $OMNI_API_KEYS (comma-separated)
-//   admin_token    admin_token            | admin_token_file       | $OMNI_ADMIN_TOKEN
-//   engine_api_key engine_api_key         | engine_api_key_file    | $OMNI_ENGINE_API_KEY
+//   api_keys       api_keys (YAML/flags)  + api_keys_file          + $OMNI_API_KEYS
+//   (comma-separated) admin_token    admin_token            | admin_token_file       |
+//   $OMNI_ADMIN_TOKEN engine_api_key engine_api_key         | engine_api_key_file    |
+//   $OMNI_ENGINE_API_KEY
 //
 // Keys add up; a single token takes the first source set in that order. Files are read at start
 // and again on every reload (SIGHUP, /admin/reload): rotating a key is editing its file and

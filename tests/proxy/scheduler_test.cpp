@@ -216,6 +216,56 @@ TEST_F(ProxySchedulerTest, ConsecutiveFailuresOpenTheCircuitThenATrialDecides) {
   EXPECT_EQ(scheduler->nodes()[0].health, NodeHealth::kUp);
 }
 
+// Every health change reaches the observer once, with its cause (the live proxy logs them).
+struct HealthChanges final : SchedulerObserver {
+  struct Change {
+    std::string node;
+    NodeHealth from, to;
+    HealthCause cause;
+    Duration cool_down;
+  };
+  std::vector<Change> seen;
+  void on_prefix_lookup(std::uint32_t) override {}
+  void on_health_change(const NodeSpec& node, NodeHealth from, NodeHealth to, HealthCause cause,
+                        Duration cool_down) override {
+    seen.push_back({node.name, from, to, cause, cool_down});
+  }
+};
+
+TEST_F(ProxySchedulerTest, TheObserverHearsEveryHealthChangeWithItsCause) {
+  HealthChanges changes;
+  SchedulerOptions options;
+  options.failures_to_eject = 1;
+  options.ejection_time = std::chrono::seconds(5);
+  options.observer = &changes;
+  make(options);
+  scheduler->report_probe(id_of("d0"), false);  // down
+  scheduler->report_probe(id_of("d0"), false);  // still down: nothing new
+  scheduler->report_probe(id_of("d0"), true);   // up again
+  const std::string first = place(ticket(1, Role::kPrefill, 10));
+  const Lease failed = last;
+  scheduler->release(failed, Outcome::kFailure);  // ejected for 5 s
+  clock.advance(std::chrono::seconds(5));
+  place(ticket(2, Role::kPrefill, 10));  // a pass: the cool-down is over, the node on trial
+  using H = NodeHealth;
+  using C = HealthCause;
+  ASSERT_EQ(changes.seen.size(), 4u);
+  EXPECT_EQ(changes.seen[0].node, "d0");
+  EXPECT_EQ(changes.seen[0].to, H::kDown);
+  EXPECT_EQ(changes.seen[0].cause, C::kProbeFailed);
+  EXPECT_EQ(changes.seen[1].from, H::kDown);
+  EXPECT_EQ(changes.seen[1].to, H::kUp);
+  EXPECT_EQ(changes.seen[1].cause, C::kProbeRecovered);
+  EXPECT_EQ(changes.seen[2].node, first);
+  EXPECT_EQ(changes.seen[2].to, H::kEjected);
+  EXPECT_EQ(changes.seen[2].cause, C::kConsecutiveFailures);
+  EXPECT_EQ(changes.seen[2].cool_down, std::chrono::seconds(5));
+  EXPECT_EQ(changes.seen[3].node, first);
+  EXPECT_EQ(changes.seen[3].from, H::kEjected);
+  EXPECT_EQ(changes.seen[3].to, H::kTrial);
+  EXPECT_EQ(changes.seen[3].cause, C::kCoolDownOver);
+}
+
 TEST_F(ProxySchedulerTest, NeutralOutcomesDoNotCountAgainstANode) {
   SchedulerOptions options;
   options.failures_to_eject = 1;

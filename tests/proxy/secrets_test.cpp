@@ -119,8 +119,9 @@ TEST(SecretRedaction, PrintConfigAndHelpNeverShowASecret) {
 }
 
 TEST(SecretFlags, TheFlagsThatCarryASecretAreFound) {
-  const char* argv[] = {"omni-proxy",  "--api-keys", "a,b",           "--admin-token=x",
-                        "--api-keys-file", "f",     "--engine-api-key", "k"};
+  const char* argv[] = {
+      "omni-proxy", "--api-keys",       "a,b", "--admin-token=x", "--api-keys-file",
+      "f",          "--engine-api-key", "k"};
   EXPECT_EQ(secret_flags_given(8, argv),
             (std::vector<std::string>{"--api-keys", "--admin-token", "--engine-api-key"}));
 }

@@ -90,13 +90,30 @@ class LoadObserver {
                                    std::span<const std::uint64_t> /*hashes*/) {}
 };
 
-// What the Scheduler reports about its prefix index, as it happens (the live layer turns
-// this into metrics). Called on the Scheduler's thread; must not call back into it.
+enum class NodeHealth : int;  // below
+
+// Why a node's health changed (HealthCause names it in logs).
+enum class HealthCause {
+  kProbeFailed,          // an active /health probe failed: up or trial → down
+  kProbeRecovered,       // a probe succeeded: down → up, or ejected → trial
+  kConsecutiveFailures,  // failures_to_eject failed requests in a row: → ejected
+  kTrialFailed,          // the one trial request after a cool-down failed: → ejected again
+  kTrialSucceeded,       // it succeeded: trial → up (the circuit closes)
+  kCoolDownOver,         // ejection_time passed: ejected → trial
+};
+std::string_view health_cause_name(HealthCause cause) noexcept;
+
+// What the Scheduler reports as it happens: its prefix lookups and its nodes' health changes
+// (the live layer turns them into metrics and log lines). Called on the Scheduler's thread;
+// must not call back into it.
 class SchedulerObserver {
  public:
   virtual ~SchedulerObserver() = default;
   // A placement looked the prompt up: the chosen node's match, in tokens.
   virtual void on_prefix_lookup(std::uint32_t matched_tokens) = 0;
+  // A node's health changed; `for_how_long`: the cool-down of an ejection, else zero.
+  virtual void on_health_change(const NodeSpec& /*node*/, NodeHealth /*from*/, NodeHealth /*to*/,
+                                HealthCause /*cause*/, Duration /*for_how_long*/) {}
 };
 
 // Seconds to move a prompt's KV from a prefill node to a decode node. Called in the core's
@@ -194,7 +211,7 @@ struct Decision {
   Result<Lease> lease;  // kTimeout: waited past queue_timeout; kUnavailable: no node at all
 };
 
-enum class NodeHealth { kUp, kDown, kEjected, kTrial };
+enum class NodeHealth : int { kUp, kDown, kEjected, kTrial };
 
 // A consistent copy of one node's state, for /admin and metrics.
 struct NodeStatus {
@@ -316,6 +333,8 @@ class Scheduler {
   bool any_possible(const Ticket& ticket) const;
   void refresh_circuits(TimePoint now);
   void record_failure(Node& node, TimePoint now);
+  // Every health change goes through here, so the observer hears of each one.
+  void set_health(Node& node, NodeHealth to, HealthCause cause, Duration for_how_long = {});
   void load_changed(const Node& node, std::int64_t tokens, std::int64_t prompt_tokens,
                     std::int32_t running) const;
   bool may_eject(Role role) const;

@@ -46,6 +46,17 @@ get /admin/nodes >/dev/null
 body_has "(.nodes[] | select(.name == \"127.0.0.1:$PORT_bad\") | .health == \"ejected\")" "bad node not ejected"
 [ "$(wc -l <"$work/bad.jsonl")" -eq 2 ] || fail "an ejected node must get no more requests"
 jq -e -s 'map(select(.pd_mode != null) | .decode_retries) | add == 2' "$work/retry.access.jsonl" >/dev/null || fail "retries not logged"
+# The proxy says what it decided: its set-up at start, the ejection with its reason, the retries
+# (one line for the kind, not one per request).
+grep -q "pd_mode aggregated, policy .*decode: 127.0.0.1:$PORT_bad, 127.0.0.1:$PORT_good" "$work/retry.log" \
+  || fail "the start-up summary must list the nodes"
+grep -q "warning proxy: node 127.0.0.1:$PORT_bad (decode) ejected for 5s: consecutive failed requests" \
+  "$work/retry.log" || fail "the ejection must be logged with its reason"
+[ "$(grep -c "requests retried on another node" "$work/retry.log")" -eq 1 ] \
+  || fail "two retries within the interval must make one log line"
+get /metrics >/dev/null
+grep -q "omni_proxy:node_health_changes_total{node=\"127.0.0.1:$PORT_bad\",to=\"ejected\"} 1" "$work/body" \
+  || fail "the ejection must be counted per node"
 stop_pid "$PID_retry"
 stop_pid "$PID_bad"
 
@@ -127,6 +138,8 @@ stop_pid "$PID_sick"
 start_engine sick --port "$PORT_sick"
 for _ in $(seq 50); do [ "$(get /ready)" = "200" ] && break; sleep 0.1; done
 expect_status 200 "$(get /ready)" "re-admitted after a good probe"
+grep -q "node 127.0.0.1:$PORT_sick (decode) up again: its /health probe succeeded" "$work/health.log" \
+  || fail "a node back up must be logged"
 body_has '.missing == []' "a ready proxy names no missing role"
 stop_pid "$PID_health"
 # A PD mode is ready only while every role it needs has a usable engine; the body names the
@@ -152,6 +165,7 @@ expect_status 200 "$(post /admin/drain "{\"node\":\"127.0.0.1:$PORT_e1\",\"drain
 expect_status 404 "$(post /admin/drain '{"node":"127.0.0.1:1"}')" "drain an unknown node"
 for i in $(seq 4); do expect_status 200 "$(post /v1/completions '{"prompt":"x","max_tokens":1}')" "drained $i"; done
 [ ! -s "$work/e1.jsonl" ] || fail "a draining node got requests"
+grep -q "node 127.0.0.1:$PORT_e1 drained" "$work/pools.log" || fail "a drain must be logged"
 expect_status 200 "$(post /admin/drain "{\"node\":\"127.0.0.1:$PORT_e1\",\"drain\":false}")" "undrain"
 # The same through the node's own route, /admin/nodes/{host:port}/drain (body optional; the
 # ':' may come as %3A): a drained e2 gets nothing, {"drain":false} gives it work again.
@@ -176,6 +190,7 @@ expect_status 404 "$(post "/admin/nodes/127.0.0.1:$PORT_e2/undrain" '')" "anothe
 printf 'pd_mode: aggregated\ndecode_endpoints: ["127.0.0.1:%s"]\n' "$PORT_e1" >"$work/pools.yaml"
 kill -HUP "$PID_pools"
 for _ in $(seq 50); do grep -q "pools reloaded" "$work/pools.log" && break; sleep 0.05; done
+grep -q "reload: -127.0.0.1:$PORT_e2 (decode)" "$work/pools.log" || fail "a reload must say what it removed"
 e2_before=$(wc -l <"$work/e2.jsonl")
 for i in $(seq 3); do expect_status 200 "$(post /v1/completions '{"prompt":"x","max_tokens":1}')" "reloaded $i"; done
 [ "$(wc -l <"$work/e2.jsonl")" -eq "$e2_before" ] || fail "a node removed by SIGHUP still gets requests"

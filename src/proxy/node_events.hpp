@@ -1,0 +1,63 @@
+// What the proxy says in its log about what it decided (docs/operations.md, "What the log
+// says"): every node health change with its reason, and request failures, retries and
+// migrations summarised per kind — never one line per request, which under an incident would
+// bury the log and cost as much as the requests.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "omni/common/clock.hpp"
+#include "omni/metrics/metrics.hpp"
+#include "omni/proxy/scheduler.hpp"
+
+namespace omni::proxy {
+
+// The log line of a health change: "node 10.0.0.1:8000 (prefill) ejected for 5s: consecutive
+// failed requests".
+std::string describe_health_change(const NodeSpec& node, NodeHealth from, NodeHealth to,
+                                   HealthCause cause, Duration for_how_long);
+
+// The Scheduler's observer in the live proxy: health changes to the log and to
+// omni_proxy:node_health_changes_total{node,to}; prefix lookups passed on to `next`.
+class NodeEventLog final : public SchedulerObserver {
+ public:
+  explicit NodeEventLog(SchedulerObserver& next) : next_(next) {}
+  void bind(metrics::CounterFamily* changes) noexcept { changes_ = changes; }
+  void on_prefix_lookup(std::uint32_t matched_tokens) override {
+    next_.on_prefix_lookup(matched_tokens);
+  }
+  void on_health_change(const NodeSpec& node, NodeHealth from, NodeHealth to, HealthCause cause,
+                        Duration for_how_long) override;
+
+ private:
+  SchedulerObserver& next_;
+  metrics::CounterFamily* changes_ = nullptr;
+};
+
+// At most one line per kind per interval: the first occurrence of a kind is said at once, the
+// ones after it within the interval are counted and said together when the next one arrives
+// after the interval ("12 more in the last 10s"). Thread-safe; time injected.
+class ThrottledEvents {
+ public:
+  explicit ThrottledEvents(Duration interval = std::chrono::seconds(10)) : interval_(interval) {}
+  // The line to log now for one event of `kind` (with `detail`, e.g. the last error), or
+  // nullopt when it is held back to be counted.
+  std::optional<std::string> note(std::string_view kind, std::string_view detail, TimePoint now);
+
+ private:
+  struct Kind {
+    TimePoint last_said{};
+    std::uint64_t held = 0;  // events since last_said, not said
+  };
+  Duration interval_;
+  std::mutex mu_;
+  std::map<std::string, Kind, std::less<>> kinds_;
+};
+
+}  // namespace omni::proxy

@@ -1,0 +1,45 @@
+// The proxy's log lines about nodes and requests (node_events.hpp).
+#include "node_events.hpp"
+
+#include <gtest/gtest.h>
+
+namespace omni::proxy {
+namespace {
+
+using std::chrono::seconds;
+
+TEST(DescribeHealthChange, SaysWhichNodeWhatAndWhy) {
+  const NodeSpec prefill{"10.0.0.1:8000", Role::kPrefill, ""};
+  EXPECT_EQ(describe_health_change(prefill, NodeHealth::kUp, NodeHealth::kEjected,
+                                   HealthCause::kConsecutiveFailures, seconds(5)),
+            "node 10.0.0.1:8000 (prefill) ejected for 5s: consecutive failed requests");
+  const NodeSpec decode{"d:1", Role::kDecode, ""};
+  EXPECT_EQ(describe_health_change(decode, NodeHealth::kTrial, NodeHealth::kUp,
+                                   HealthCause::kTrialSucceeded, {}),
+            "node d:1 (decode) re-admitted: its trial request succeeded");
+  EXPECT_EQ(describe_health_change(decode, NodeHealth::kDown, NodeHealth::kUp,
+                                   HealthCause::kProbeRecovered, {}),
+            "node d:1 (decode) up again: its /health probe succeeded");
+  EXPECT_EQ(describe_health_change(decode, NodeHealth::kUp, NodeHealth::kDown,
+                                   HealthCause::kProbeFailed, {}),
+            "node d:1 (decode) down: its /health probe failed");
+}
+
+TEST(ThrottledEvents, OneLineAKindAnIntervalWithTheCountHeldBack) {
+  ThrottledEvents events(seconds(10));
+  const TimePoint t0{};
+  EXPECT_EQ(events.note("requests failed", "r1 got 502", t0), "requests failed: r1 got 502");
+  EXPECT_FALSE(events.note("requests failed", "r2", t0 + seconds(1)));
+  EXPECT_FALSE(events.note("requests failed", "r3", t0 + seconds(9)));
+  // Another kind is not held back by the first.
+  EXPECT_EQ(events.note("streams migrated", "r4", t0 + seconds(2)), "streams migrated: r4");
+  EXPECT_EQ(events.note("requests failed", "r5 got 504", t0 + seconds(12)),
+            "requests failed: r5 got 504 (2 more in the last 12s)");
+  EXPECT_FALSE(events.note("requests failed", "r6", t0 + seconds(13)));
+  EXPECT_EQ(events.note("requests failed", "r7", t0 + seconds(40)),
+            "requests failed: r7 (1 more in the last 28s)");
+  EXPECT_EQ(events.note("requests failed", "r8", t0 + seconds(60)), "requests failed: r8");
+}
+
+}  // namespace
+}  // namespace omni::proxy
