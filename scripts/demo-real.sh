@@ -114,8 +114,8 @@ p_hits=$(metric "$prefill" 'vllm:prefix_cache_hits_total')
 p_queries=$(metric "$prefill" 'vllm:prefix_cache_queries_total')
 d_hits=$(metric "$decode" 'vllm:prefix_cache_hits_total')
 d_queries=$(metric "$decode" 'vllm:prefix_cache_queries_total')
-matched=$(metric "$proxy" 'omni_proxy:prefix_matched_tokens_sum')
-applied=$(metric "$proxy" 'omni_proxy:kv_events_applied_total')
+matched=$(metric "$proxy" 'omni_proxy_prefix_matched_tokens_sum')
+applied=$(metric "$proxy" 'omni_proxy_kv_events_applied_total')
 echo
 echo "demo-real: KV moved prefill -> decode: $received bytes in $pulls pulls ($(awk -v b="$received" -v n="$pulls" 'BEGIN { if (n > 0) printf "%.1f KiB", b / n / 1024; else print "n/a" }') per request, ${fetch_ms:-0} ms pulling in all; the prefill sent $sent)"
 echo "demo-real: prefix cache hit rate: prefill $(ratio "$p_hits" "$p_queries") of $p_queries prompt tokens, decode $(ratio "$d_hits" "$d_queries") of $d_queries"

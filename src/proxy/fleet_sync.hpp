@@ -11,7 +11,7 @@
 //     the blocks another replica placed (apply_predicted_blocks)
 //
 // NATS unreachable: the replica routes on its own counts (and the engines' reported load),
-// reconnects forever in the background, says so in omni_proxy:fleet_connected and /ready's
+// reconnects forever in the background, says so in omni_proxy_fleet_connected and /ready's
 // body, and reconverges from the others' snapshots once it is back. Every queue is bounded:
 // the subscription's pending limits (slow consumer: dropped, counted), the dispatcher's command
 // queue (full: dropped, counted), the connection's reconnect buffer.

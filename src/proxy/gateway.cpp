@@ -7,6 +7,7 @@
 
 #include "gateway_impl.hpp"
 #include "omni/log/log.hpp"
+#include "process_metrics.hpp"
 #include "secrets.hpp"
 
 namespace omni::proxy {
@@ -117,16 +118,16 @@ std::vector<NodeSpec> specs_of(const std::vector<NodeEntry>& entries) {
 
 Status export_gauges(Gateway::Impl& g) {
   Status s = g.registry.gauge_callback(
-      "omni_proxy:queue_waiting", "Requests waiting in the proxy for a node.", {},
+      "omni_proxy_queue_waiting", "Requests waiting in the proxy for a node.", {},
       [&g](metrics::Emitter& e) {
         e.emit({}, static_cast<double>(g.dispatcher->snapshot().waiting));
       });
   if (!s) return s;
   s = g.registry.gauge_callback(
-      "omni_proxy:requests_in_flight", "Requests being served.", {},
+      "omni_proxy_requests_in_flight", "Requests being served.", {},
       [&g](metrics::Emitter& e) { e.emit({}, static_cast<double>(g.inflight.size())); });
   if (!s) return s;
-  s = g.registry.gauge_callback("omni_proxy:node_outstanding_tokens",
+  s = g.registry.gauge_callback("omni_proxy_node_outstanding_tokens",
                                 "Tokens dispatched to a node and not yet released.",
                                 {"pool", "node"}, [&g](metrics::Emitter& e) {
                                   for (const NodeStatus& n : g.dispatcher->snapshot().nodes) {
@@ -136,7 +137,7 @@ Status export_gauges(Gateway::Impl& g) {
                                 });
   if (!s) return s;
   s = g.registry.gauge_callback(
-      "omni_proxy:node_running", "Requests running on a node.", {"pool", "node"},
+      "omni_proxy_node_running", "Requests running on a node.", {"pool", "node"},
       [&g](metrics::Emitter& e) {
         for (const NodeStatus& n : g.dispatcher->snapshot().nodes) {
           e.emit({role_name(n.spec.role), n.spec.name}, static_cast<double>(n.load.running));
@@ -144,18 +145,18 @@ Status export_gauges(Gateway::Impl& g) {
       });
   if (!s) return s;
   s = g.registry.gauge_callback(
-      "omni_proxy:fleet_connected",
+      "omni_proxy_fleet_connected",
       "1 while the fleet sync is connected to NATS (0 when off or cut off).", {},
       [&g](metrics::Emitter& e) { e.emit({}, g.fleet && g.fleet->connected() ? 1.0 : 0.0); });
   if (!s) return s;
   s = g.registry.gauge_callback(
-      "omni_proxy:fleet_replicas", "Other replicas of the fleet whose load counts here.", {},
+      "omni_proxy_fleet_replicas", "Other replicas of the fleet whose load counts here.", {},
       [&g](metrics::Emitter& e) {
         e.emit({}, g.fleet ? static_cast<double>(g.fleet->live_replicas()) : 0.0);
       });
   if (!s) return s;
   s = g.registry.gauge_callback(
-      "omni_proxy:node_fleet_running",
+      "omni_proxy_node_fleet_running",
       "Requests the other replicas of the fleet have running on a node.", {"pool", "node"},
       [&g](metrics::Emitter& e) {
         for (const NodeStatus& n : g.dispatcher->snapshot().nodes) {
@@ -164,7 +165,7 @@ Status export_gauges(Gateway::Impl& g) {
       });
   if (!s) return s;
   return g.registry.gauge_callback(
-      "omni_proxy:node_usable",
+      "omni_proxy_node_usable",
       "1 when a node takes new requests (up, circuit closed, not draining).", {"pool", "node"},
       [&g](metrics::Emitter& e) {
         for (const NodeStatus& n : g.dispatcher->snapshot().nodes) {
@@ -396,11 +397,10 @@ Result<std::unique_ptr<Gateway::Impl>> make_gateway_impl(ProxyConfig config, con
       static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   SchedulerOptions options = scheduler_options(impl->config);
   options.observer = &impl->node_events;
-  auto health_changes = impl->registry.counter(
-      "omni_proxy:node_health_changes_total",
-      "Node health changes, by node and new state (up, down, ejected, trial).", {"node", "to"});
-  if (!health_changes) return std::move(health_changes).error();
-  impl->node_events.bind(*health_changes);
+  auto node_metrics = register_node_metrics(impl->registry);
+  if (!node_metrics) return std::move(node_metrics).error();
+  impl->node_events.bind(*node_metrics);
+  if (Status s = export_process_metrics(impl->registry); !s) return std::move(s).error();
   if (impl->config.fleet.nats_url) {
     impl->fleet = std::make_unique<FleetSync>(
         impl->config.fleet, fleet_config_digest(impl->config, impl->prompts->root().hex()),

@@ -159,7 +159,7 @@ Status export_prefix_metrics(metrics::Registry& r, Dispatcher& d, PrefixLookupMe
   auto buckets = metrics::exponential_buckets(16, 2, 14);  // 16 .. 131072 tokens
   buckets.insert(buckets.begin(), 0);
   auto matched = r.histogram(
-      "omni_proxy:prefix_matched_tokens",
+      "omni_proxy_prefix_matched_tokens",
       "Cached prompt tokens on the chosen node, per placement that looked the prompt up.", {},
       buckets);
   if (!matched) return std::move(matched).error();
@@ -167,43 +167,43 @@ Status export_prefix_metrics(metrics::Registry& r, Dispatcher& d, PrefixLookupMe
   if (!child) return std::move(child).error();
   lookups.bind(*child);
   auto cache = std::make_shared<ReportCache>(d);
-  Status s = index_gauge(r, cache, "omni_proxy:prefix_index_entries",
+  Status s = index_gauge(r, cache, "omni_proxy_prefix_index_entries",
                          "(block, node) pairs in the prefix index.",
                          [](const PrefixIndexReport& p) { return double(p.stats.entries); });
   if (s)
-    s = index_gauge(r, cache, "omni_proxy:prefix_index_blocks",
+    s = index_gauge(r, cache, "omni_proxy_prefix_index_blocks",
                     "Distinct block hashes in the prefix index.",
                     [](const PrefixIndexReport& p) { return double(p.stats.blocks); });
   if (s)
-    s = index_gauge(r, cache, "omni_proxy:prefix_index_memory_bytes",
+    s = index_gauge(r, cache, "omni_proxy_prefix_index_memory_bytes",
                     "Estimated memory of the prefix index.",
                     [](const PrefixIndexReport& p) { return double(p.stats.memory_bytes); });
   if (s)
     s = index_gauge(
-        r, cache, "omni_proxy:prefix_index_evicted_total",
+        r, cache, "omni_proxy_prefix_index_evicted_total",
         "Entries dropped to stay under max_entries.",
         [](const PrefixIndexReport& p) { return double(p.stats.evicted); }, true);
   if (s)
     s = index_gauge(
-        r, cache, "omni_proxy:prefix_lookups_total",
+        r, cache, "omni_proxy_prefix_lookups_total",
         "Placements that looked their prompt up in the prefix index.",
         [](const PrefixIndexReport& p) { return double(p.lookups); }, true);
   if (s)
-    s = index_gauge(r, cache, "omni_proxy:kv_events_stale_nodes",
+    s = index_gauge(r, cache, "omni_proxy_kv_events_stale_nodes",
                     "Nodes whose KV-event stream is silent although they were sent uncached work.",
                     [](const PrefixIndexReport& p) { return double(p.stale_nodes); });
   if (s)
     s = node_family(
-        r, d, "omni_proxy:kv_events_applied_total", "KV-event batches applied to the prefix index.",
+        r, d, "omni_proxy_kv_events_applied_total", "KV-event batches applied to the prefix index.",
         [](const NodeStatus& n) { return double(n.kv_events_applied); }, true);
   if (s)
     s = node_family(
-        r, d, "omni_proxy:kv_events_dropped_total",
+        r, d, "omni_proxy_kv_events_dropped_total",
         "KV-event batches lost: malformed, missing after a gap, or no room to hand over.",
         [](const NodeStatus& n) { return double(n.kv_events_dropped); }, true);
   if (s)
     s = node_family(
-        r, d, "omni_proxy:node_kv_events_stale", "1 while a node's KV-event stream is stale.",
+        r, d, "omni_proxy_node_kv_events_stale", "1 while a node's KV-event stream is stale.",
         [](const NodeStatus& n) { return n.kv_stale ? 1.0 : 0.0; }, false);
   return s;
 }

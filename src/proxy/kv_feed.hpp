@@ -7,7 +7,7 @@
 //                                                    Scheduler::apply_kv_events(node, batch)
 //
 // Batches the subscriber lost (malformed, gaps not recovered, overflow) and batches the
-// hand-over queue refused are counted against the node (omni_proxy:kv_events_dropped_total).
+// hand-over queue refused are counted against the node (omni_proxy_kv_events_dropped_total).
 // A publisher restart clears the node's entries before its next batch is applied.
 //
 // Threading: follow() and stop() from the control thread (start-up, reload, shutdown).

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "omni/log/log.hpp"
+#include "proxy_metrics.hpp"
 
 namespace omni::proxy {
 namespace {
@@ -37,9 +38,57 @@ void NodeEventLog::on_health_change(const NodeSpec& node, NodeHealth from, NodeH
   } else {
     log::get("proxy")->info("{}", line);
   }
-  if (changes_) {
-    if (auto child = changes_->with({node.name, health_name(to)})) (*child)->inc();
+  if (families_.health_changes) {
+    if (auto child = families_.health_changes->with({node.name, health_name(to)})) {
+      (*child)->inc();
+    }
   }
+}
+
+NodeEventLog::NodeSeries* NodeEventLog::series(const NodeSpec& node) {
+  if (!families_.legs || !families_.leg_seconds) return nullptr;
+  auto [it, added] = series_.try_emplace({node.name, node.role});
+  if (!added) return &it->second;
+  NodeSeries& s = it->second;
+  const std::string_view pool = role_word(node.role);
+  constexpr std::array<std::string_view, 3> kOutcomes = {"success", "failure", "neutral"};
+  for (std::size_t o = 0; o < kOutcomes.size(); ++o) {
+    auto child = families_.legs->with({pool, node.name, kOutcomes[o]});
+    s.legs[o] = child ? *child : nullptr;
+  }
+  auto seconds = families_.leg_seconds->with({pool, node.name});
+  s.seconds = seconds ? *seconds : nullptr;
+  return &s;
+}
+
+void NodeEventLog::on_release(const NodeSpec& node, Outcome outcome, Duration held) {
+  NodeSeries* s = series(node);
+  if (!s) return;
+  const auto o = static_cast<std::size_t>(outcome);
+  if (o < s->legs.size() && s->legs[o]) s->legs[o]->inc();
+  if (s->seconds) s->seconds->observe(std::chrono::duration<double>(held).count());
+}
+
+Result<NodeMetricFamilies> register_node_metrics(metrics::Registry& registry) {
+  NodeMetricFamilies f;
+  auto changes = registry.counter(
+      "omni_proxy_node_health_changes_total",
+      "Node health changes, by node and new state (up, down, ejected, trial).", {"node", "to"});
+  if (!changes) return std::move(changes).error();
+  f.health_changes = *changes;
+  auto legs = registry.counter(
+      "omni_proxy_node_legs_total",
+      "Engine calls (legs) ended on each node, by outcome: success, failure (counts against "
+      "the node), neutral (the client left or the other leg failed).",
+      {"pool", "node", "outcome"});
+  if (!legs) return std::move(legs).error();
+  f.legs = *legs;
+  auto seconds = registry.histogram("omni_proxy_node_leg_seconds",
+                                    "Time each engine call held its node, dispatch to release.",
+                                    {"pool", "node"}, latency_buckets());
+  if (!seconds) return std::move(seconds).error();
+  f.leg_seconds = *seconds;
+  return f;
 }
 
 std::optional<std::string> ThrottledEvents::note(std::string_view kind, std::string_view detail,

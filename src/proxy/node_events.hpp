@@ -4,6 +4,7 @@
 // bury the log and cost as much as the requests.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -11,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "omni/common/clock.hpp"
 #include "omni/metrics/metrics.hpp"
@@ -23,21 +25,40 @@ namespace omni::proxy {
 std::string describe_health_change(const NodeSpec& node, NodeHealth from, NodeHealth to,
                                    HealthCause cause, Duration for_how_long);
 
+// The families NodeEventLog writes to (docs/metrics.md).
+struct NodeMetricFamilies {
+  metrics::CounterFamily* health_changes = nullptr;  // {node, to}
+  metrics::CounterFamily* legs = nullptr;            // {pool, node, outcome}
+  metrics::HistogramFamily* leg_seconds = nullptr;   // {pool, node}
+};
+Result<NodeMetricFamilies> register_node_metrics(metrics::Registry& registry);
+
 // The Scheduler's observer in the live proxy: health changes to the log and to
-// omni_proxy:node_health_changes_total{node,to}; prefix lookups passed on to `next`.
+// omni_proxy_node_health_changes_total; every released lease to the per-node request counts and
+// latency histogram; prefix lookups passed on to `next`. Called on the scheduler thread only.
 class NodeEventLog final : public SchedulerObserver {
  public:
   explicit NodeEventLog(SchedulerObserver& next) : next_(next) {}
-  void bind(metrics::CounterFamily* changes) noexcept { changes_ = changes; }
+  void bind(NodeMetricFamilies families) noexcept { families_ = families; }
   void on_prefix_lookup(std::uint32_t matched_tokens) override {
     next_.on_prefix_lookup(matched_tokens);
   }
   void on_health_change(const NodeSpec& node, NodeHealth from, NodeHealth to, HealthCause cause,
                         Duration for_how_long) override;
+  void on_release(const NodeSpec& node, Outcome outcome, Duration held) override;
 
  private:
+  // One node's series, looked up in the families once (a family lookup takes a lock and builds
+  // a key; a release happens for every leg).
+  struct NodeSeries {
+    std::array<metrics::Counter*, 3> legs{};  // by Outcome
+    metrics::Histogram* seconds = nullptr;
+  };
+  NodeSeries* series(const NodeSpec& node);
+
   SchedulerObserver& next_;
-  metrics::CounterFamily* changes_ = nullptr;
+  NodeMetricFamilies families_;
+  std::map<std::pair<std::string, Role>, NodeSeries> series_;
 };
 
 // At most one line per kind per interval: the first occurrence of a kind is said at once, the

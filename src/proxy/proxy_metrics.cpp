@@ -1,12 +1,22 @@
 #include "proxy_metrics.hpp"
 
+#include <algorithm>
+
 namespace omni::proxy {
-namespace {
 
 std::vector<double> latency_buckets() {
-  // 50 µs .. ~100 s: the proxy's own stages are microseconds, decoding is seconds.
-  return metrics::exponential_buckets(50e-6, 2.0, 22);
+  // 50 µs .. ~100 s: the proxy's own stages are microseconds, decoding is seconds. Plus the
+  // round values SLOs are written in, so that "TTFT under 2 s" is a bucket, not an estimate.
+  std::vector<double> bounds = metrics::exponential_buckets(50e-6, 2.0, 22);
+  for (const double slo : {0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0}) {
+    bounds.push_back(slo);
+  }
+  std::sort(bounds.begin(), bounds.end());
+  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  return bounds;
 }
+
+namespace {
 
 Result<metrics::Histogram*> plain_histogram(metrics::Registry& registry, std::string_view name,
                                             std::string_view help) {
@@ -46,7 +56,7 @@ std::string_view stage_pool(Stage stage) noexcept {
 Result<ProxyMetrics> ProxyMetrics::create(metrics::Registry& registry) {
   ProxyMetrics m;
   auto requests =
-      registry.counter("omni_proxy:requests_total",
+      registry.counter("omni_proxy_requests_total",
                        "Requests by route and their one final outcome.", {"route", "outcome"});
   if (!requests) return std::move(requests).error();
   constexpr std::array<std::string_view, kRouteCount> kRoutes = {"/v1/completions",
@@ -58,7 +68,7 @@ Result<ProxyMetrics> ProxyMetrics::create(metrics::Registry& registry) {
       m.requests[r][o] = *child;
     }
   }
-  auto stages = registry.histogram("omni_proxy:request_stage_seconds",
+  auto stages = registry.histogram("omni_proxy_request_stage_seconds",
                                    "Time a request spent in each lifecycle stage, by pool.",
                                    {"stage", "pool"}, latency_buckets());
   if (!stages) return std::move(stages).error();
@@ -74,13 +84,13 @@ Result<ProxyMetrics> ProxyMetrics::create(metrics::Registry& registry) {
     std::string_view help;
   };
   const H histograms[] = {
-      {&m.ttft, "omni_proxy:time_to_first_token_seconds",
+      {&m.ttft, "omni_proxy_time_to_first_token_seconds",
        "Request received to first output event."},
-      {&m.tpot, "omni_proxy:time_per_output_token_seconds", "Mean time between output events."},
-      {&m.e2e, "omni_proxy:e2e_request_latency_seconds", "Request received to its last byte."},
-      {&m.scheduling_latency, "omni_proxy:scheduling_latency_seconds",
+      {&m.tpot, "omni_proxy_time_per_output_token_seconds", "Mean time between output events."},
+      {&m.e2e, "omni_proxy_e2e_request_latency_seconds", "Request received to its last byte."},
+      {&m.scheduling_latency, "omni_proxy_scheduling_latency_seconds",
        "A worker's hand-over to the scheduler thread until its decision (queue wait included)."},
-      {&m.scheduler_pass, "omni_proxy:scheduler_pass_seconds", "One pass of the scheduler."},
+      {&m.scheduler_pass, "omni_proxy_scheduler_pass_seconds", "One pass of the scheduler."},
   };
   for (const H& h : histograms) {
     auto child = plain_histogram(registry, h.name, h.help);
@@ -94,16 +104,16 @@ Result<ProxyMetrics> ProxyMetrics::create(metrics::Registry& registry) {
     std::string_view pool;
   };
   const C counters[] = {
-      {&m.prefill_retries, "omni_proxy:retries_total", "Legs retried on another node.", "prefill"},
-      {&m.decode_retries, "omni_proxy:retries_total", "Legs retried on another node.", "decode"},
-      {&m.kv_redos, "omni_proxy:kv_redos_total",
+      {&m.prefill_retries, "omni_proxy_retries_total", "Legs retried on another node.", "prefill"},
+      {&m.decode_retries, "omni_proxy_retries_total", "Legs retried on another node.", "decode"},
+      {&m.kv_redos, "omni_proxy_kv_redos_total",
        "Sequential PD requests prefilled again because the decode could not load the KV.",
        "decode"},
-      {&m.prefill_errors, "omni_proxy:upstream_errors_total", "Failed engine calls.", "prefill"},
-      {&m.decode_errors, "omni_proxy:upstream_errors_total", "Failed engine calls.", "decode"},
-      {&m.relayed_events, "omni_proxy:relayed_events_total", "SSE events relayed to clients.",
+      {&m.prefill_errors, "omni_proxy_upstream_errors_total", "Failed engine calls.", "prefill"},
+      {&m.decode_errors, "omni_proxy_upstream_errors_total", "Failed engine calls.", "decode"},
+      {&m.relayed_events, "omni_proxy_relayed_events_total", "SSE events relayed to clients.",
        "decode"},
-      {&m.cancelled_legs, "omni_proxy:cancelled_legs_total",
+      {&m.cancelled_legs, "omni_proxy_cancelled_legs_total",
        "Engine calls cancelled (client gone, or the other PD leg failed).", "any"},
   };
   for (const C& c : counters) {
@@ -111,7 +121,7 @@ Result<ProxyMetrics> ProxyMetrics::create(metrics::Registry& registry) {
     if (!child) return std::move(child).error();
     *c.slot = *child;
   }
-  auto converted = registry.counter("omni_proxy:chat_converted_requests_total",
+  auto converted = registry.counter("omni_proxy_chat_converted_requests_total",
                                     "Chat requests sent to the engines as completions requests "
                                     "(--chat-to-completions).",
                                     {});
@@ -119,14 +129,14 @@ Result<ProxyMetrics> ProxyMetrics::create(metrics::Registry& registry) {
   auto converted_child = (*converted)->with({});
   if (!converted_child) return std::move(converted_child).error();
   m.chat_converted = *converted_child;
-  auto not_converted = registry.counter("omni_proxy:chat_not_converted_requests_total",
+  auto not_converted = registry.counter("omni_proxy_chat_not_converted_requests_total",
                                         "Chat requests forwarded as chat under "
                                         "--chat-to-completions, by the reason.",
                                         {"reason"});
   if (!not_converted) return std::move(not_converted).error();
   m.chat_not_converted = *not_converted;
   auto migrations = registry.counter(
-      "omni_proxy:migrations_total",
+      "omni_proxy_migrations_total",
       "Decode streams continued on another engine after part of the answer reached the client, "
       "by what broke the stream and whether the continuation completed.",
       {"cause", "outcome"});
@@ -141,24 +151,24 @@ Result<ProxyMetrics> ProxyMetrics::create(metrics::Registry& registry) {
     }
   }
   auto fleet_messages = registry.counter(
-      "omni_proxy:fleet_messages_total",
+      "omni_proxy_fleet_messages_total",
       "Fleet sync messages published (out) and received (in), by kind.", {"direction", "kind"});
   if (!fleet_messages) return std::move(fleet_messages).error();
   m.fleet_messages = *fleet_messages;
   auto fleet_dropped = registry.counter(
-      "omni_proxy:fleet_dropped_total",
+      "omni_proxy_fleet_dropped_total",
       "Fleet sync messages not applied or not sent, by reason (malformed, stale, other_fleet, "
       "config_mismatch, queue_full, publish_failed, slow_consumer).",
       {"reason"});
   if (!fleet_dropped) return std::move(fleet_dropped).error();
   m.fleet_dropped = *fleet_dropped;
-  auto pd_fields = registry.counter("omni_proxy:client_pd_fields_total",
+  auto pd_fields = registry.counter("omni_proxy_client_pd_fields_total",
                                     "Requests whose client-supplied PD fields (kv_transfer_params, "
                                     "bootstrap_*, engine request ids) were stripped or refused.",
                                     {"action"});
   if (!pd_fields) return std::move(pd_fields).error();
   m.client_pd_fields = *pd_fields;
-  auto responses = registry.counter("omni_proxy:http_responses_total",
+  auto responses = registry.counter("omni_proxy_http_responses_total",
                                     "Responses sent, by route and HTTP status (handlers, the "
                                     "router and the HTTP server's own refusals).",
                                     {"route", "code"});

@@ -27,11 +27,15 @@ enum class RequestOutcome : std::uint8_t {
 inline constexpr std::size_t kOutcomeCount = 8;
 std::string_view outcome_name(RequestOutcome outcome) noexcept;
 
+// Bounds of the proxy's latency histograms: exponential from 50 µs to ~100 s, plus the round
+// SLO values 0.1, 0.25, 0.5, 1, 2, 5, 10, 30 and 60 s.
+std::vector<double> latency_buckets();
+
 enum class RouteId : std::uint8_t { kCompletions, kChatCompletions };
 inline constexpr std::size_t kRouteCount = 2;
 
 // Every response the proxy sends, by route and HTTP status, whoever produced it (a handler,
-// the router's 404/405, or the HTTP server's own refusals): omni_proxy:http_responses_total.
+// the router's 404/405, or the HTTP server's own refusals): omni_proxy_http_responses_total.
 // The route label is one of a fixed set, so its cardinality is bounded; each (route, status)
 // child is looked up once, then updated lock-free.
 enum class RouteLabel : std::uint8_t {

@@ -538,6 +538,9 @@ void Scheduler::release(const Lease& lease, Outcome outcome) {
   load_changed(*node, -static_cast<std::int64_t>(tokens), -static_cast<std::int64_t>(prompt),
                -static_cast<std::int32_t>(running));
   end_prefill(*node, lease, outcome, clock_.now());
+  if (options_.observer) {
+    options_.observer->on_release(node->status.spec, outcome, clock_.now() - lease.dispatched);
+  }
   if (outcome == Outcome::kFailure) {
     record_failure(*node, clock_.now());
   } else if (outcome == Outcome::kSuccess) {

@@ -1,7 +1,11 @@
 // The proxy's log lines about nodes and requests (node_events.hpp).
 #include "node_events.hpp"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
+
+#include "proxy_metrics.hpp"
 
 namespace omni::proxy {
 namespace {
@@ -39,6 +43,22 @@ TEST(ThrottledEvents, OneLineAKindAnIntervalWithTheCountHeldBack) {
   EXPECT_EQ(events.note("requests failed", "r7", t0 + seconds(40)),
             "requests failed: r7 (1 more in the last 28s)");
   EXPECT_EQ(events.note("requests failed", "r8", t0 + seconds(60)), "requests failed: r8");
+}
+
+}  // namespace
+}  // namespace omni::proxy
+
+namespace omni::proxy {
+namespace {
+
+TEST(LatencyBuckets, IncludeTheRoundSloValuesInOrder) {
+  const std::vector<double> bounds = latency_buckets();
+  for (const double slo : {0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0}) {
+    EXPECT_NE(std::find(bounds.begin(), bounds.end(), slo), bounds.end()) << slo;
+  }
+  EXPECT_TRUE(std::is_sorted(bounds.begin(), bounds.end()));
+  EXPECT_EQ(std::adjacent_find(bounds.begin(), bounds.end()), bounds.end());
+  EXPECT_DOUBLE_EQ(bounds.front(), 50e-6);
 }
 
 }  // namespace

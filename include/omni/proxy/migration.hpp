@@ -33,7 +33,7 @@
 
 namespace omni::proxy {
 
-// Why a stream was continued elsewhere (the label of omni_proxy:migrations_total).
+// Why a stream was continued elsewhere (the label of omni_proxy_migrations_total).
 enum class MigrationCause : std::uint8_t {
   kConnection,   // the engine's connection broke (reset, EOF) mid-stream
   kIdle,         // the engine was silent for timeouts.decode_idle

@@ -91,6 +91,7 @@ class LoadObserver {
 };
 
 enum class NodeHealth : int;  // below
+enum class Outcome : int;     // below
 
 // Why a node's health changed (HealthCause names it in logs).
 enum class HealthCause {
@@ -114,6 +115,8 @@ class SchedulerObserver {
   // A node's health changed; `for_how_long`: the cool-down of an ejection, else zero.
   virtual void on_health_change(const NodeSpec& /*node*/, NodeHealth /*from*/, NodeHealth /*to*/,
                                 HealthCause /*cause*/, Duration /*for_how_long*/) {}
+  // A lease on `node` was released after `held` (dispatch to release), with its outcome.
+  virtual void on_release(const NodeSpec& /*node*/, Outcome /*outcome*/, Duration /*held*/) {}
 };
 
 // Seconds to move a prompt's KV from a prefill node to a decode node. Called in the core's
@@ -172,7 +175,7 @@ struct PrefixIndexReport {
   std::uint32_t stale_nodes = 0;
 };
 
-enum class Outcome {
+enum class Outcome : int {
   kSuccess,
   kFailure,  // the node answered wrongly or the connection broke: counts against it
   kNeutral,  // the client went away or cancelled: says nothing about the node

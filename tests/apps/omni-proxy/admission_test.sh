@@ -18,8 +18,8 @@ get /admin/requests >/dev/null
 body_has '.waiting == 2 and (.requests | length) == 3' "want 1 running + 2 waiting: $(cat "$work/body")"
 body_has '[.requests[].stage] | sort == ["decoding","waiting_decode","waiting_decode"]' "stages wrong"
 get /metrics >/dev/null
-grep -q '^omni_proxy:queue_waiting 2' "$work/body" || fail "queue gauge wrong"
-grep -q "^omni_proxy:node_running{pool=\"decode\",node=\"127.0.0.1:$PORT_busy\"} 1" "$work/body" \
+grep -q '^omni_proxy_queue_waiting 2' "$work/body" || fail "queue gauge wrong"
+grep -q "^omni_proxy_node_running{pool=\"decode\",node=\"127.0.0.1:$PORT_busy\"} 1" "$work/body" \
   || fail "one request at a time on the engine"
 for job in $(jobs -p); do
   case " ${pids[*]} " in *" $job "*) ;; *) wait "$job" ;; esac

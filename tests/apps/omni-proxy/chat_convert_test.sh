@@ -96,7 +96,7 @@ for kind, s in spent.items():
           f"its proxy {1000 * proxy_spent[kind] / n:.2f} ms/request")
 print(f"saved: {100 * (1 - spent['converted'] / spent['chat']):.0f}% of the engine's CPU time")
 PY
-  curl -s "http://127.0.0.1:$conv_port/metrics" | grep '^omni_proxy:chat_'
+  curl -s "http://127.0.0.1:$conv_port/metrics" | grep '^omni_proxy_chat_'
   exit 0
 fi
 
@@ -192,9 +192,9 @@ for mode in aggregated sequential parallel; do
   jq -e '.object == "chat.completion"' "$work/tools.json" >/dev/null || fail "$mode: tools answer: $(cat "$work/tools.json")"
 
   curl -s "http://127.0.0.1:$proxy_port/metrics" >"$work/metrics.txt"
-  grep -qx 'omni_proxy:chat_converted_requests_total 3' "$work/metrics.txt" ||
+  grep -qx 'omni_proxy_chat_converted_requests_total 3' "$work/metrics.txt" ||
     fail "$mode: converted count: $(grep chat_ "$work/metrics.txt")"
-  grep -qx 'omni_proxy:chat_not_converted_requests_total{reason="tools"} 1' "$work/metrics.txt" ||
+  grep -qx 'omni_proxy_chat_not_converted_requests_total{reason="tools"} 1' "$work/metrics.txt" ||
     fail "$mode: not-converted count: $(grep chat_ "$work/metrics.txt")"
   kill "$proxy_pid"; wait "$proxy_pid" 2>/dev/null || true
 done

@@ -55,7 +55,7 @@ grep -q "warning proxy: node 127.0.0.1:$PORT_bad (decode) ejected for 5s: consec
 [ "$(grep -c "requests retried on another node" "$work/retry.log")" -eq 1 ] \
   || fail "two retries within the interval must make one log line"
 get /metrics >/dev/null
-grep -q "omni_proxy:node_health_changes_total{node=\"127.0.0.1:$PORT_bad\",to=\"ejected\"} 1" "$work/body" \
+grep -q "omni_proxy_node_health_changes_total{node=\"127.0.0.1:$PORT_bad\",to=\"ejected\"} 1" "$work/body" \
   || fail "the ejection must be counted per node"
 stop_pid "$PID_retry"
 stop_pid "$PID_bad"

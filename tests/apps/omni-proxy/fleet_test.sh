@@ -4,13 +4,13 @@
 # (limits.node_max_running 1).
 #   1. the replicas find each other (/admin/replicas);
 #   2. a long stream through replica A runs on one engine; replica B sees it as fleet load on
-#      that engine (/admin/nodes, omni_proxy:node_fleet_running) and sends its own request to
+#      that engine (/admin/nodes, omni_proxy_node_fleet_running) and sends its own request to
 #      the other engine — alone it would have picked the busy one (the lowest id on a tie);
 #   2b. a placement's KV blocks through A reach B's prefix index (predicted there);
 #   2c. B alone is partitioned from NATS (its TCP relay frozen): A forgets B within the lease,
 #       B says it is cut off and still serves; healed, they list each other again;
 #   3. A is killed (-9): its load is forgotten within the lease, and B no longer lists it;
-#   4. nats-server is killed: B says so (/ready body, omni_proxy:fleet_connected 0) and still
+#   4. nats-server is killed: B says so (/ready body, omni_proxy_fleet_connected 0) and still
 #      serves on its own counts; nats-server back on its port: B reconnects.
 #   5. a malformed message on the fleet subject is counted and dropped.
 source "$(dirname "$0")/lib.sh"
@@ -99,8 +99,8 @@ for _ in $(seq 100); do
   sleep 0.05
 done
 [ -n "$busy" ] || fail "B never saw A's stream: $(admin "$B" /admin/nodes)"
-[ "$(gauge "$B" "omni_proxy:node_fleet_running{pool=\"decode\",node=\"$busy\"}")" = 1 ] ||
-  fail "omni_proxy:node_fleet_running on B: $(curl -s "http://$B/metrics" | grep fleet)"
+[ "$(gauge "$B" "omni_proxy_node_fleet_running{pool=\"decode\",node=\"$busy\"}")" = 1 ] ||
+  fail "omni_proxy_node_fleet_running on B: $(curl -s "http://$B/metrics" | grep fleet)"
 free=127.0.0.1:$PORT_e1
 [ "$busy" = "$free" ] && free=127.0.0.1:$PORT_e2
 code=$(curl -s -o "$work/b.json" -w '%{http_code}' -m 10 -H 'Content-Type: application/json' \
@@ -114,7 +114,7 @@ jq -e -s 'any(.x_request_id // "" | startswith("through-b"))' "$work/e1.jsonl" >
 echo "[$SECONDS s] 2b. a placement's blocks reach the other replica's prefix index" >&2
 # 64 token ids: 4 blocks of 16, hashed by both replicas alike (the same --hash-seed).
 ids=$(seq -s, 1000 1063)
-entries() { gauge "$B" omni_proxy:prefix_index_entries; }
+entries() { gauge "$B" omni_proxy_prefix_index_entries; }
 before=$(entries)
 code=$(curl -s -o /dev/null -w '%{http_code}' -m 10 -H 'Content-Type: application/json' \
   --data "{\"prompt\":[$ids],\"max_tokens\":2}" "http://$A/v1/completions")
@@ -152,14 +152,14 @@ kill -9 "$PID_nats"
 wait "$PID_nats" 2>/dev/null || true
 cut_off() { admin "$B" /ready | jq -e '.fleet.connected == false'; }
 until_true "B does not say it lost NATS: $(admin "$B" /ready)" cut_off
-[ "$(gauge "$B" omni_proxy:fleet_connected)" = 0 ] || fail "omni_proxy:fleet_connected is not 0"
+[ "$(gauge "$B" omni_proxy_fleet_connected)" = 0 ] || fail "omni_proxy_fleet_connected is not 0"
 code=$(curl -s -o /dev/null -w '%{http_code}' -m 10 -H 'Content-Type: application/json' \
   --data '{"prompt":"z","max_tokens":2}' "http://$B/v1/completions")
 [ "$code" = 200 ] || fail "B stopped serving without NATS: $code"
 start_nats
 back() { admin "$B" /ready | jq -e '.fleet.connected == true'; }
 until_true "B did not reconnect: $(admin "$B" /ready)" back
-[ "$(gauge "$B" omni_proxy:fleet_connected)" = 1 ] || fail "omni_proxy:fleet_connected is not 1"
+[ "$(gauge "$B" omni_proxy_fleet_connected)" = 1 ] || fail "omni_proxy_fleet_connected is not 1"
 
 echo "[$SECONDS s] 5. a malformed message is counted and dropped" >&2
 python3 - "$nats_port" <<'PY'
@@ -170,7 +170,7 @@ junk = b'{"v":1,"fleet":"test","replica":"evil","kind":"delta"}'
 s.sendall(b'CONNECT {"verbose":false}\r\nPUB test.load %d\r\n%s\r\nPING\r\n' % (len(junk), junk))
 s.recv(4096)  # PONG
 PY
-dropped() { [ "$(gauge "$B" 'omni_proxy:fleet_dropped_total{reason="malformed"}')" = 1 ]; }
+dropped() { [ "$(gauge "$B" 'omni_proxy_fleet_dropped_total{reason="malformed"}')" = 1 ]; }
 until_true "the malformed message was not counted: $(curl -s "http://$B/metrics" | grep fleet_dropped)" dropped
 admin "$B" /admin/replicas | jq -e 'all(.replicas[]; .replica != "evil")' >/dev/null ||
   fail "a malformed message made a replica"

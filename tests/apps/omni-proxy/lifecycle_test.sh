@@ -63,7 +63,7 @@ line=$(access_line "$work/queued.access.jsonl" queued-1)
 # before curl has written everything (curl dies of SIGPIPE), which made this check flaky.
 queue_empty() {
   local metrics
-  metrics=$(curl -s "http://$PROXY/metrics") && grep -q '^omni_proxy:queue_waiting 0' <<<"$metrics"
+  metrics=$(curl -s "http://$PROXY/metrics") && grep -q '^omni_proxy_queue_waiting 0' <<<"$metrics"
 }
 for _ in $(seq 40); do
   queue_empty && break
@@ -98,7 +98,7 @@ for i in $(seq 20); do
   grep -o '"text": *" tok[0-9]*"' "$f" | sed 's/.*tok\([0-9]*\)"/\1/' >"$work/relay.order"
   seq 0 1999 | cmp -s - "$work/relay.order" || fail "stream $i: events out of order or missing"
 done
-relayed=$(curl -s "http://$PROXY/metrics" | sed -n 's/^omni_proxy:relayed_events_total{pool="decode"} //p')
+relayed=$(curl -s "http://$PROXY/metrics" | sed -n 's/^omni_proxy_relayed_events_total{pool="decode"} //p')
 [ "${relayed%.*}" -ge 40000 ] || fail "relayed_events_total $relayed, want >= 40000"
 stop_pid "$PID_relay"
 

@@ -119,7 +119,7 @@ for name in seq par agg; do
   ask "$(val PROXY_$name)" "$name" "$stream"
   whole_stream "$name" 16 "$name"
   migrated "$name" engine_error "$name"
-  [ "$(metric "$(val PROXY_$name)" 'omni_proxy:migrations_total{cause="engine_error",outcome="completed"}')" = 1 ] ||
+  [ "$(metric "$(val PROXY_$name)" 'omni_proxy_migrations_total{cause="engine_error",outcome="completed"}')" = 1 ] ||
     fail "$name: migrations_total: $(curl -s "http://$(val PROXY_$name)/metrics" | grep migrations)"
 done
 # A token-id prompt continues on the generated ids, exactly (vLLM's return_token_ids, asked by

@@ -64,6 +64,6 @@ jq -e -s 'length == 1 and .[0].kv_redos == 1 and .[0].status == 200' "$work/redo
   || fail "redo: access log: $(cat "$work/redo.access.jsonl")"
 # (Read whole first: grep -q leaving early would make curl fail with SIGPIPE under pipefail.)
 proxy_metrics=$(curl -s "http://127.0.0.1:$proxy_port/metrics")
-grep -q '^omni_proxy:kv_redos_total{pool="decode"} 1' <<<"$proxy_metrics" \
-  || fail "redo: omni_proxy:kv_redos_total is not 1"
+grep -q '^omni_proxy_kv_redos_total{pool="decode"} 1' <<<"$proxy_metrics" \
+  || fail "redo: omni_proxy_kv_redos_total is not 1"
 echo "PASS"

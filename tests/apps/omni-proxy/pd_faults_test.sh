@@ -172,8 +172,8 @@ proxy_idle() {
       fail "proxy $name: requests still in flight: $(curl -s "http://$at/admin/requests")"
     curl -s -m 2 "http://$at/admin/nodes" | jq -e 'all(.nodes[]; .running == 0 and .outstanding_tokens == 0)' \
       >/dev/null || fail "proxy $name: load left on a node: $(curl -s "http://$at/admin/nodes")"
-    [ "$(curl -s -m 2 "http://$at/metrics" | awk '$1 == "omni_proxy:requests_in_flight" {print $2}')" = 0 ] ||
-      fail "proxy $name: omni_proxy:requests_in_flight is not 0"
+    [ "$(curl -s -m 2 "http://$at/metrics" | awk '$1 == "omni_proxy_requests_in_flight" {print $2}')" = 0 ] ||
+      fail "proxy $name: omni_proxy_requests_in_flight is not 0"
   done
 }
 

@@ -37,7 +37,7 @@ expect_status 502 "$status" "parallel with a failing prefill"
 [ "$elapsed_ms" -lt 5000 ] || fail "the decode leg was not cancelled (took ${elapsed_ms} ms)"
 body_has '.error.code == 502' "502 body"
 get /metrics >/dev/null
-grep -q '^omni_proxy:cancelled_legs_total{pool="any"} [1-9]' "$work/body" || fail "cancelled leg not counted"
+grep -q '^omni_proxy_cancelled_legs_total{pool="any"} [1-9]' "$work/body" || fail "cancelled leg not counted"
 stop_pid "$PID_parallel2"
 stop_pid "$PID_stalldecode"
 stop_pid "$PID_badprefill"

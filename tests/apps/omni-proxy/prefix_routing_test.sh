@@ -80,14 +80,14 @@ for i in 2 3 4 5 6; do
 done
 nodes=$(jq -r 'select(.pd_mode != null) | .prefill_node' "$work/omni.access.jsonl" | sort -u)
 [ "$nodes" = "127.0.0.1:$pb" ] || fail "omni: prefill nodes used: $(echo $nodes), want 127.0.0.1:$pb only"
-applied=$(metric "$PROXY_PORT" 'omni_proxy:kv_events_applied_total')
-matched=$(metric "$PROXY_PORT" 'omni_proxy:prefix_matched_tokens_sum')
-lookups=$(metric "$PROXY_PORT" 'omni_proxy:prefix_lookups_total')
+applied=$(metric "$PROXY_PORT" 'omni_proxy_kv_events_applied_total')
+matched=$(metric "$PROXY_PORT" 'omni_proxy_prefix_matched_tokens_sum')
+lookups=$(metric "$PROXY_PORT" 'omni_proxy_prefix_lookups_total')
 echo "omni: prefill node $nodes, events applied $applied, lookups $lookups, matched tokens $matched"
 [ "${applied%.*}" -gt 0 ] || fail "no KV events applied"
 [ "${matched%.*}" -ge 2500 ] || fail "matched tokens $matched: the proxy's hashes do not equal the engine's"
-[ "$(metric "$PROXY_PORT" 'omni_proxy:kv_events_dropped_total')" = 0 ] || fail "events dropped"
-[ "$(metric "$PROXY_PORT" 'omni_proxy:prefix_index_entries')" != 0 ] || fail "empty index"
+[ "$(metric "$PROXY_PORT" 'omni_proxy_kv_events_dropped_total')" = 0 ] || fail "events dropped"
+[ "$(metric "$PROXY_PORT" 'omni_proxy_prefix_index_entries')" != 0 ] || fail "empty index"
 if [ ${#send_ids[@]} -gt 0 ]; then
   # --send-token-ids: the engine counted exactly the proxy's tokens.
   jq -e '.usage.prompt_tokens > 600' "$work/body" >/dev/null || fail "token ids: $(cat "$work/body")"

@@ -68,8 +68,8 @@ expect_status 401 "$(get /admin/nodes)" "/admin without the token, even locally"
 expect_status 401 "$(get /admin/nodes -H 'Authorization: Bearer key-one')" "/admin with a client key"
 expect_status 200 "$(get /admin/nodes -H 'Authorization: Bearer admin-secret')" "/admin with the token"
 get /metrics >/dev/null
-grep -q 'omni_proxy:http_responses_total{route="/admin",code="401"} 2$' "$work/body" \
-  && grep -q 'omni_proxy:http_responses_total{route="/metrics",code="401"} 1$' "$work/body" \
+grep -q 'omni_proxy_http_responses_total{route="/admin",code="401"} 2$' "$work/body" \
+  && grep -q 'omni_proxy_http_responses_total{route="/metrics",code="401"} 1$' "$work/body" \
   || fail "refused admin requests must be counted: $(grep http_responses_total "$work/body")"
 
 # 6. Rotation: a new key file and SIGHUP; the old key is refused, the new one accepted.

@@ -57,11 +57,26 @@ expect_status 200 "$(get /ready)" "/ready"
 expect_status 200 "$(get /v1/models)" "/v1/models"
 body_has '.data[0].id == "fake-model" and (.data | length) == 1' "/v1/models not aggregated"
 expect_status 200 "$(get /metrics)" "/metrics"
-for metric in 'omni_proxy:requests_total{route="/v1/completions",outcome="success"} 1' \
-              'omni_proxy:request_stage_seconds_bucket{stage="prefilling",pool="prefill",le=' 'omni_proxy:time_to_first_token_seconds_count 2' \
-              'omni_proxy:scheduling_latency_seconds_count' 'omni_proxy:node_usable{pool="decode",node="127.0.0.1:'; do
+for metric in 'omni_proxy_requests_total{route="/v1/completions",outcome="success"} 1' \
+              'omni_proxy_request_stage_seconds_bucket{stage="prefilling",pool="prefill",le=' 'omni_proxy_time_to_first_token_seconds_count 2' \
+              'omni_proxy_scheduling_latency_seconds_count' 'omni_proxy_node_usable{pool="decode",node="127.0.0.1:'; do
   grep -qF -- "$metric" "$work/body" || fail "metric missing: $metric"
 done
+# Per node, the build, the process; round SLO buckets; every name clean under promtool's lint
+# (which would flag a ':' in a name, a missing HELP, a counter without _total, ...).
+for metric in "omni_proxy_node_legs_total{pool=\"prefill\",node=\"127.0.0.1:$PORT_prefill\",outcome=\"success\"} 2" \
+              "omni_proxy_node_leg_seconds_count{pool=\"decode\",node=\"127.0.0.1:$PORT_decode\"} 2" \
+              'omni_proxy_build_info{version="' 'process_cpu_seconds_total ' 'process_resident_memory_bytes ' \
+              'process_open_fds ' 'process_start_time_seconds ' \
+              'omni_proxy_time_to_first_token_seconds_bucket{le="0.5"}' \
+              'omni_proxy_time_to_first_token_seconds_bucket{le="2"}' \
+              'omni_proxy_time_to_first_token_seconds_bucket{le="5"}'; do
+  grep -qF -- "$metric" "$work/body" || fail "metric missing: $metric"
+done
+promtool check metrics <"$work/body" >"$work/promtool.txt" 2>&1 || { cat "$work/promtool.txt"; fail "promtool rejected /metrics"; }
+[ ! -s "$work/promtool.txt" ] || { cat "$work/promtool.txt"; fail "promtool's lint flagged the proxy's metrics"; }
+printf 'omni_proxy:bad_name_total 1\n' | promtool check metrics >/dev/null 2>&1 \
+  && fail "promtool's lint accepts a ':' in a name (the check above is void)"
 expect_status 200 "$(get /admin/nodes)" "/admin/nodes"
 body_has '(.nodes | length) == 2 and (.nodes | map(.health) | unique) == ["up"]' "admin nodes wrong"
 expect_status 200 "$(get /admin/requests)" "/admin/requests"
@@ -101,9 +116,9 @@ for want in '/v1/models 200' '/admin/nodes 200' '/admin/requests 200' '/v1/compl
     "$work/proxy.access.jsonl" >/dev/null || fail "no access-log line for $want"
 done
 get /metrics >/dev/null
-for metric in 'omni_proxy:http_responses_total{route="/v1/completions",code="413"} 1' \
-              'omni_proxy:http_responses_total{route="other",code="404"} 1' \
-              'omni_proxy:http_responses_total{route="/v1/completions",code="200"} 1'; do
+for metric in 'omni_proxy_http_responses_total{route="/v1/completions",code="413"} 1' \
+              'omni_proxy_http_responses_total{route="other",code="404"} 1' \
+              'omni_proxy_http_responses_total{route="/v1/completions",code="200"} 1'; do
   grep -qF -- "$metric" "$work/body" || fail "metric missing: $metric"
 done
 stop_pid "$PID_proxy"
@@ -199,7 +214,7 @@ get /metrics >/dev/null
 for code in 408 503; do
   jq -e -s --argjson c "$code" 'any(.[]; .pd_mode == null and .status == $c)' "$work/edge.access.jsonl" \
     >/dev/null || fail "no access-log line for the HTTP layer's $code"
-  grep -q "omni_proxy:http_responses_total{.*code=\"$code\"} [1-9]" "$work/body" \
+  grep -q "omni_proxy_http_responses_total{.*code=\"$code\"} [1-9]" "$work/body" \
     || fail "no http_responses_total for $code"
 done
 
