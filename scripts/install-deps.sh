@@ -40,6 +40,7 @@ packages=(
   nginx-light           # the baseline of the HTTP benchmark
   wrk                   # HTTP load generator for benchmarks
   python3               # benchmark scripts summarise their rounds with it
+  python3-yaml          # the deploy test parses the Kubernetes manifests
   curl                  # integration tests talk HTTP to the real binaries
   jq                    # ...and read their JSON answers
 )

@@ -85,14 +85,15 @@ Status export_process_metrics(metrics::Registry& registry) {
   if (!info) return std::move(info).error();
   (*info)->set(1);
 
-  Status s = registry.counter_callback(
-      "process_cpu_seconds_total", "Total user and system CPU time spent in seconds.", {},
-      [](metrics::Emitter& e) {
-        if (auto stat = read_proc_stat()) e.emit({}, stat->cpu_seconds);
-      });
+  Status s = registry.counter_callback("process_cpu_seconds_total",
+                                       "Total user and system CPU time spent in seconds.", {},
+                                       [](metrics::Emitter& e) {
+                                         if (auto stat = read_proc_stat())
+                                           e.emit({}, stat->cpu_seconds);
+                                       });
   if (!s) return s;
-  s = registry.gauge_callback("process_resident_memory_bytes", "Resident memory size in bytes.",
-                              {}, [](metrics::Emitter& e) {
+  s = registry.gauge_callback("process_resident_memory_bytes", "Resident memory size in bytes.", {},
+                              [](metrics::Emitter& e) {
                                 if (auto stat = read_proc_stat()) e.emit({}, stat->resident_bytes);
                               });
   if (!s) return s;
