@@ -43,6 +43,7 @@ packages=(
   python3-yaml          # the deploy test parses the Kubernetes manifests
   curl                  # integration tests talk HTTP to the real binaries
   jq                    # ...and read their JSON answers
+  chromium              # the status page is tested in a real (headless) browser
 )
 
 # npm-registry tools used only by tests, installed into .tools/node_modules. None yet; the

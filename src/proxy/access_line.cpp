@@ -205,6 +205,19 @@ void finish_call(Call& call) {
   }
   if (g.access_log.enabled()) g.access_log.write(access_line(call, e2e));
   say_request_events(call);
+  RoutingDecision decision;
+  decision.time = iso_time(call.wall);
+  decision.request_id = call.request_id;
+  decision.route = std::string(call.request.path());
+  decision.prefill_node = call.prefill_node;
+  decision.decode_node = call.decode_node;
+  decision.status = call.status;
+  decision.outcome = std::string(outcome_name(call.outcome));
+  decision.retries = call.prefill_retries + call.decode_retries;
+  decision.migrations = call.migration.count;
+  if (auto ttft = call.life.ttft()) decision.ttft_ms = ms(*ttft);
+  decision.e2e_ms = ms(e2e);
+  g.decisions.add(std::move(decision));
 }
 
 }  // namespace omni::proxy

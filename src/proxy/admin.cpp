@@ -8,6 +8,7 @@
 //   POST /admin/nodes/{name}/drain    the same for the node named in the path (host:port, its
 //                                     ':' possibly sent as %3A); body optional: {"drain": false}
 //   POST /admin/reload                re-reads the configuration
+//   GET  /admin/decisions             the last finished requests: nodes, outcome, times
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -77,6 +78,11 @@ std::string list_nodes(Gateway::Impl& g) {
     item["dispatched"] = n.dispatched;
     item["failures"] = n.failures;
     item["consecutive_failures"] = n.consecutive_failures;
+    // What the engine itself reports on /metrics (health.engine_metrics).
+    item["engine_running"] = n.engine.running;
+    item["engine_waiting"] = n.engine.waiting;
+    item["engine_kv_usage"] = n.engine.kv_usage;
+    item["kv_events_stale"] = n.kv_stale;
     list.push_back(std::move(item));
   }
   json::object body;
@@ -231,6 +237,8 @@ Task<void> handle_admin(Gateway::Impl& g, http::Request& request, http::Response
     response = drain(g, request);
   } else if (path == "/admin/reload") {
     response = co_await reload(g);
+  } else if (path == "/admin/decisions") {
+    response = json_response(200, g.decisions.json());
   } else if (path == "/admin/replicas") {
     response = g.fleet ? json_response(200, g.fleet->admin_json())
                        : json_response(200, R"({"fleet":null,"replicas":[]})");

@@ -28,7 +28,9 @@ bool starts_with(std::string_view text, std::string_view prefix) {
 bool is_admin_route(std::string_view path) {
   return starts_with(path, "/admin/") || path == "/admin";
 }
-bool is_operator_route(std::string_view path) { return is_admin_route(path) || path == "/metrics"; }
+bool is_operator_route(std::string_view path) {
+  return is_admin_route(path) || path == "/metrics" || path == "/dashboard";
+}
 
 bool token_accepted(const Credentials& credentials, const http::Request& head) {
   const auto token = bearer_token(head.headers);

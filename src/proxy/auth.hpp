@@ -6,7 +6,7 @@
 // On the traffic listener:
 //   /v1/*                a Bearer key from api_keys, when any is configured
 //   /admin/*             the admin token when one is configured; without one, local clients only
-//   /metrics             local clients, or the admin token
+//   /metrics, /dashboard local clients, or the admin token
 //   /health, /ready      open (probes)
 //   (with a separate admin listener, /admin/* and /metrics are not served here at all: 404)
 // On the admin listener (--admin-listen, loopback by default):

@@ -29,6 +29,7 @@
 #include "omni/proxy/rewrite.hpp"
 #include "prompt.hpp"
 #include "proxy_metrics.hpp"
+#include "recent_decisions.hpp"
 
 namespace omni::proxy {
 
@@ -139,6 +140,7 @@ struct Gateway::Impl {
   PrefixLookupMetrics prefix_lookups;
   NodeEventLog node_events{prefix_lookups};  // the Scheduler's observer (passes lookups on)
   ThrottledEvents request_events;            // failures, retries, migrations: one line a kind
+  RecentDecisions decisions;                 // /admin/decisions and the status page
   std::unique_ptr<KvEventFeeds> kv_feeds;    // engines' KV events into the prefix index
   NodeDirectory directory;
   DrainDeadlines drains;
@@ -198,6 +200,8 @@ Status install_credentials(Gateway::Impl& gateway, const ProxyConfig& config);
 // The generation routes (/v1/completions, /v1/chat/completions).
 Task<void> handle_generate(Gateway::Impl& gateway, http::Request& request,
                            http::ResponseWriter& writer, Api api);
+// The status page (GET /dashboard): one self-contained HTML document.
+std::string_view dashboard_page() noexcept;
 // Admin API under /admin/.
 Task<void> handle_admin(Gateway::Impl& gateway, http::Request& request,
                         http::ResponseWriter& writer);

@@ -184,7 +184,7 @@ RouteLabel route_label(std::string_view path) noexcept {
   if (path == "/health") return RouteLabel::kHealth;
   if (path == "/ready") return RouteLabel::kReady;
   if (path == "/metrics") return RouteLabel::kMetrics;
-  if (path.substr(0, 7) == "/admin/") return RouteLabel::kAdmin;
+  if (path.substr(0, 7) == "/admin/" || path == "/dashboard") return RouteLabel::kAdmin;
   return RouteLabel::kOther;
 }
 

@@ -171,6 +171,20 @@ void add_operator_routes(http::Router& router, Gateway::Impl& g) {
   router.add(http::Method::kGet, "/admin/requests", admin);
   router.add(http::Method::kGet, "/admin/nodes", admin);
   router.add(http::Method::kGet, "/admin/replicas", admin);
+  router.add(http::Method::kGet, "/admin/decisions", admin);
+  router.add(http::Method::kGet, "/dashboard",
+             [](http::Request&, http::ResponseWriter& w) -> Task<void> {
+               http::Response response;
+               response.headers.add("Content-Type", "text/html; charset=utf-8");
+               // Everything is inline: nothing may load from elsewhere, and no script may run but
+               // ours.
+               response.headers.add("Content-Security-Policy",
+                                    "default-src 'none'; script-src 'unsafe-inline'; style-src "
+                                    "'unsafe-inline'; connect-src 'self'; img-src 'self' data:");
+               response.headers.add("Cache-Control", "no-store");
+               response.body = std::string(dashboard_page());
+               (void)co_await w.send(std::move(response));
+             });
   router.add(http::Method::kPost, "/admin/drain", admin);
   router.add(http::Method::kPost, "/admin/reload", admin);
 }

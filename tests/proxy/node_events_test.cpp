@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "proxy_metrics.hpp"
+#include "recent_decisions.hpp"
 
 namespace omni::proxy {
 namespace {
@@ -59,6 +60,34 @@ TEST(LatencyBuckets, IncludeTheRoundSloValuesInOrder) {
   EXPECT_TRUE(std::is_sorted(bounds.begin(), bounds.end()));
   EXPECT_EQ(std::adjacent_find(bounds.begin(), bounds.end()), bounds.end());
   EXPECT_DOUBLE_EQ(bounds.front(), 50e-6);
+}
+
+}  // namespace
+}  // namespace omni::proxy
+
+namespace omni::proxy {
+namespace {
+
+TEST(RecentDecisions, KeepsTheNewestFirstWithinItsCapacity) {
+  RecentDecisions ring(3);
+  for (int i = 0; i < 5; ++i) {
+    RoutingDecision d;
+    d.request_id = "r" + std::to_string(i);
+    d.status = 200;
+    d.ttft_ms = i == 4 ? -1 : 1.5;
+    ring.add(std::move(d));
+  }
+  const std::string json = ring.json();
+  EXPECT_EQ(json.find("\"r1\""), std::string::npos) << json;  // pushed out
+  const auto r4 = json.find("\"r4\"");
+  const auto r3 = json.find("\"r3\"");
+  const auto r2 = json.find("\"r2\"");
+  ASSERT_NE(r2, std::string::npos) << json;
+  EXPECT_LT(r4, r3);
+  EXPECT_LT(r3, r2);
+  // No first token: no ttft_ms for that one.
+  EXPECT_EQ(json.substr(r4, r3 - r4).find("ttft_ms"), std::string::npos) << json;
+  EXPECT_NE(json.substr(r3).find("\"ttft_ms\":1.5"), std::string::npos) << json;
 }
 
 }  // namespace

@@ -112,7 +112,8 @@ TEST(ScreenRequestHead, ClientRoutesOpenWhenNoKeyIsConfigured) {
 
 TEST(ScreenRequestHead, WithoutATokenOperatorRoutesAnswerLocalClientsOnly) {
   const AccessRules rules;
-  for (const char* path : {"/admin/reload", "/admin/nodes/x/drain", "/admin", "/metrics"}) {
+  for (const char* path :
+       {"/admin/reload", "/admin/nodes/x/drain", "/admin", "/metrics", "/dashboard"}) {
     SCOPED_TRACE(path);
     EXPECT_EQ(status_of(screen_request_head(rules, head(path, {}, "127.0.0.1:1"))), 0);
     EXPECT_EQ(status_of(screen_request_head(rules, head(path, {}, "127.9.9.9:1"))), 0);

@@ -1,0 +1,41 @@
+// The last routing decisions, for GET /admin/decisions and the status page: which nodes each
+// finished request went to, how it ended, how long it took. A bounded ring (the newest replace
+// the oldest); one lock, taken once per request and per read.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+
+namespace omni::proxy {
+
+struct RoutingDecision {
+  std::string time;  // ISO 8601, UTC
+  std::string request_id;
+  std::string route;
+  std::string prefill_node;  // empty: none (aggregated)
+  std::string decode_node;
+  int status = 0;
+  std::string outcome;
+  std::uint32_t retries = 0;
+  std::uint32_t migrations = 0;
+  double ttft_ms = -1;  // < 0: no first token
+  double e2e_ms = 0;
+};
+
+class RecentDecisions {
+ public:
+  explicit RecentDecisions(std::size_t capacity = 50) : capacity_(capacity) {}
+  void add(RoutingDecision decision);
+  // Newest first, as JSON: {"decisions":[{...}, ...]}.
+  std::string json() const;
+
+ private:
+  std::size_t capacity_;
+  mutable std::mutex mu_;
+  std::deque<RoutingDecision> ring_;
+};
+
+}  // namespace omni::proxy
