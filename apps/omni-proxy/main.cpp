@@ -99,8 +99,9 @@ int run(const ProxyConfig& cfg, int argc, char** argv) {
               << ": " << s.error().message << "\n";
     return 1;
   }
-  std::cout << "omni-proxy: listening on http://" << cfg.listen.host << ":" << (*gateway)->port()
-            << " (pd_mode " << pd_mode_name(cfg.pd_mode) << ", " << cfg.workers << " worker"
+  std::cout << "omni-proxy: listening on " << (cfg.tls_cert_file ? "https" : "http") << "://"
+            << cfg.listen.host << ":" << (*gateway)->port() << " (pd_mode "
+            << pd_mode_name(cfg.pd_mode) << ", " << cfg.workers << " worker"
             << (cfg.workers == 1 ? "" : "s") << ")" << std::endl;
   if (auto admin = (*gateway)->admin_port()) {
     const auto at = listen_endpoint(*cfg.admin_listen);

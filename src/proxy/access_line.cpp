@@ -129,6 +129,20 @@ void log_refused(Gateway::Impl& g, const http::RefusedRequest& refused) {
   entry.outcome = "refused";
   entry.reason = refused.reason;
   entry.elapsed = refused.elapsed;
+  if (refused.status == 0) {
+    // No HTTP was spoken (a TLS handshake failed): an access-log line and a counter, and the
+    // reason in the log at most once per interval.
+    entry.outcome = "tls_handshake_failed";
+    g.metrics.tls_handshake_failures->inc();
+    if (g.access_log.enabled()) g.access_log.write(plain_line(entry));
+    if (auto line = g.request_events.note(
+            "TLS handshakes failed",
+            std::string(refused.reason) + " (client " + log_safe(refused.remote) + ")",
+            g.clock.now())) {
+      log::get("proxy")->warn("{}", *line);
+    }
+    return;
+  }
   if (refused.headers == nullptr) {
     // Refused before the request line was read: no route to file it under.
     g.metrics.responses->count(RouteLabel::kUnparsed, refused.status);

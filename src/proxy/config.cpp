@@ -289,6 +289,13 @@ void describe(config::Schema<ProxyConfig>& s) {
   s.field("engine_api_key_file", &C::engine_api_key_file,
           "File holding the engines' key; re-read on reload")
       .non_empty();
+  s.field("tls_cert_file", &C::tls_cert_file,
+          "HTTPS on the client listener: the PEM certificate chain (leaf first); re-read on "
+          "reload")
+      .non_empty();
+  s.field("tls_key_file", &C::tls_key_file,
+          "The PEM private key of tls_cert_file; re-read on reload")
+      .non_empty();
   s.field("admin_listen", &C::admin_listen,
           "host:port of a separate listener for /admin/*, /metrics and the probes (e.g. "
           "127.0.0.1:9090); none: they share the traffic port, local clients or the admin token "
@@ -323,6 +330,10 @@ void describe(config::Schema<ProxyConfig>& s) {
         return make_error(ErrorCode::kInvalidArgument,
                           "kv_events_endpoints: " + pair->first + " is not a configured engine");
       }
+    }
+    if (c.tls_cert_file.has_value() != c.tls_key_file.has_value()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "tls_cert_file and tls_key_file go together: give both or neither");
     }
     if (c.send_token_ids && !c.tokenizer) {
       return make_error(ErrorCode::kInvalidArgument, "send_token_ids needs a tokenizer");

@@ -102,6 +102,7 @@ void say_setup(const Gateway::Impl& g) {
       c.limits.queue_capacity, c.limits.node_max_outstanding_tokens, c.limits.node_max_running,
       c.retries.prefill_attempts, c.retries.decode_attempts, c.migration_max_attempts);
   const auto authority = g.authority.load();
+  if (g.tls) logger->info("HTTPS: certificate {}", g.tls->describe());
   logger->info("access: /v1/* {}; admin routes and /metrics {}; engine key {}",
                authority->access.api_keys.empty() ? "open (no client key)" : "need a client key",
                c.admin_listen                    ? "on " + *c.admin_listen
@@ -419,7 +420,14 @@ Result<std::unique_ptr<Gateway::Impl>> make_gateway_impl(ProxyConfig config, con
   if (!prefix) return std::move(prefix).error();
   impl->kv_feeds = std::make_unique<KvEventFeeds>(*impl->dispatcher);
   if (Status s = install_credentials(*impl, impl->config); !s) return std::move(s).error();
-  impl->server = make_server(*impl, server_options(impl->config), Listener::kTraffic);
+  http::ServerOptions traffic = server_options(impl->config);
+  if (impl->config.tls_cert_file) {
+    auto tls = http::TlsCertificate::load(*impl->config.tls_cert_file, *impl->config.tls_key_file);
+    if (!tls) return std::move(tls).error();
+    impl->tls = *tls;
+    traffic.tls = impl->tls;
+  }
+  impl->server = make_server(*impl, std::move(traffic), Listener::kTraffic);
   if (impl->config.admin_listen) {
     const auto at = listen_endpoint(*impl->config.admin_listen);
     if (!at) return std::move(at).error();
@@ -516,6 +524,15 @@ Status Gateway::reload(const ProxyConfig& config) {
   if (Status s = install_credentials(*impl_, config); !s) {
     log::get("proxy")->error("reload refused: {}", s.error().message);
     return s;
+  }
+  if (impl_->tls && config.tls_cert_file && config.tls_key_file) {
+    // New connections get the new certificate; open ones keep theirs.
+    if (Status s = impl_->tls->reload(*config.tls_cert_file, *config.tls_key_file); !s) {
+      log::get("proxy")->error("reload refused: {} (the current certificate keeps serving)",
+                               s.error().message);
+      return s;
+    }
+    log::get("proxy")->info("reload: TLS certificate {}", impl_->tls->describe());
   }
   auto entries = node_entries(config);
   say_pool_changes(impl_->directory.all(), entries);

@@ -147,6 +147,7 @@ struct Gateway::Impl {
   ModelCatalog models;  // each engine's /v1/models (the health checker keeps it)
   Inflight inflight;
   AccessLog access_log;
+  std::shared_ptr<http::TlsCertificate> tls;  // HTTPS on the client listener; null: plain
   std::unique_ptr<http::Server> server;
   std::unique_ptr<http::Server> admin_server;  // --admin-listen; null: one listener
   std::atomic<std::uint64_t> next_id{1};

@@ -121,6 +121,13 @@ Result<ProxyMetrics> ProxyMetrics::create(metrics::Registry& registry) {
     if (!child) return std::move(child).error();
     *c.slot = *child;
   }
+  auto tls_failures = registry.counter(
+      "omni_proxy_tls_handshake_failures_total",
+      "Client connections closed because their TLS handshake failed or timed out.", {});
+  if (!tls_failures) return std::move(tls_failures).error();
+  auto tls_child = (*tls_failures)->with({});
+  if (!tls_child) return std::move(tls_child).error();
+  m.tls_handshake_failures = *tls_child;
   auto converted = registry.counter("omni_proxy_chat_converted_requests_total",
                                     "Chat requests sent to the engines as completions requests "
                                     "(--chat-to-completions).",

@@ -80,6 +80,7 @@ struct ProxyMetrics {
   metrics::Counter* decode_errors = nullptr;
   metrics::Counter* relayed_events = nullptr;
   metrics::Counter* cancelled_legs = nullptr;
+  metrics::Counter* tls_handshake_failures = nullptr;  // connections closed without HTTP
   // --chat-to-completions (chat_bridge.hpp): chat requests sent as completions, and the others
   // by the reason they stayed chat.
   metrics::Counter* chat_converted = nullptr;

@@ -34,6 +34,7 @@
 #include "omni/common/clock.hpp"
 #include "omni/common/result.hpp"
 #include "omni/http/task.hpp"
+#include "omni/http/tls.hpp"
 #include "omni/http/types.hpp"
 
 namespace omni::http {
@@ -119,6 +120,11 @@ struct ServerOptions {
   std::size_t stream_backlog_bytes = 256 * 1024;
   Duration shutdown_grace = 10s;  // how long stop() lets in-flight requests finish
   std::string server_name = "omni";
+  // HTTPS: every connection shakes hands with the certificate current when it was accepted
+  // (tls.hpp), within header_timeout. A client speaking plain HTTP gets a plain 400 and is
+  // closed; a failed handshake is closed. Both reach ServerHooks::on_refused with the reason.
+  // Null: plain HTTP.
+  std::shared_ptr<TlsCertificate> tls;
 };
 
 // Counters since start; a consistent-enough snapshot for metrics (each field is atomic).

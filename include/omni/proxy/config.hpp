@@ -160,6 +160,10 @@ struct ProxyConfig {
   std::optional<std::string> admin_token_file;
   std::optional<std::string> engine_api_key;  // sent to engines (vLLM's --api-key)
   std::optional<std::string> engine_api_key_file;
+  // HTTPS on the client listener: a PEM certificate chain and its key, both or neither (re-read
+  // on reload; a bad pair refuses the reload and the old certificate keeps serving).
+  std::optional<std::string> tls_cert_file;
+  std::optional<std::string> tls_key_file;
   // host:port of a listener of its own for /admin/*, /metrics and the probes; none: they are
   // served on the traffic port (operator routes to local clients or the admin token only).
   std::optional<std::string> admin_listen;

@@ -64,7 +64,7 @@ Task<void> Connection::run() {
     if (mode_ == Mode::kReject) {
       report_refused(503, "the server is at its connection limit and no connection is idle");
       co_await answer_error(503, "server is at its connection limit");
-    } else {
+    } else if (!core_.options.tls || co_await start_tls()) {
       co_await serve_requests();
     }
   } catch (const std::exception& e) {
@@ -156,7 +156,14 @@ Task<Connection::ReadResult> Connection::read_head(bool first) {
       if (!ec && parser_->is_header_done()) break;
       if (ec && ec != http::error::need_more) co_return read_failed(ec);
     }
-    auto [ec, n] = co_await socket_.async_read_some(buffer_.prepare(kReadChunk), kAwait);
+    const auto space = buffer_.prepare(kReadChunk);
+    std::tuple<error_code, std::size_t> got;
+    if (tls_) {
+      got = co_await tls_->async_read_some(space, kAwait);
+    } else {
+      got = co_await socket_.async_read_some(space, kAwait);
+    }
+    auto [ec, n] = got;
     if (ec && started) co_return read_failed(ec);
     if (ec) {
       leave_idle();
@@ -204,7 +211,14 @@ Task<Connection::ReadResult> Connection::read_body() {
       deadline_set = true;
     }
     const std::size_t room = std::min(kReadChunk, cap - buffer_.size());
-    auto [ec, n] = co_await socket_.async_read_some(buffer_.prepare(room), kAwait);
+    const auto space = buffer_.prepare(room);
+    std::tuple<error_code, std::size_t> got;
+    if (tls_) {
+      got = co_await tls_->async_read_some(space, kAwait);
+    } else {
+      got = co_await socket_.async_read_some(space, kAwait);
+    }
+    auto [ec, n] = got;
     if (ec) co_return read_failed(ec);
     buffer_.commit(n);
   }
@@ -323,6 +337,12 @@ void Connection::shed() {
 
 Task<void> Connection::linger_close() {
   error_code ec;
+  if (tls_) {
+    // close_notify, without waiting for the client's: the socket is non-blocking, so this
+    // sends the alert and returns (the TCP linger below reads whatever comes back).
+    error_code ignored;
+    tls_->shutdown(ignored);
+  }
   socket_.shutdown(Socket::shutdown_send, ec);
   if (ec) co_return;
   busy_ = false;  // stop() may cut the linger short
@@ -336,6 +356,40 @@ Task<void> Connection::linger_close() {
     drained += n;
   }
   clear_deadline();
+}
+
+Task<bool> Connection::start_tls() {
+  // A TLS client speaks first, with a handshake record (content type 22); anything else is
+  // plain HTTP sent to an HTTPS port, answered in plain HTTP as nginx does.
+  set_deadline(core_.options.header_timeout);
+  char first = 0;
+  auto [pec, pn] = co_await socket_.async_receive(asio::buffer(&first, 1),
+                                                  asio::socket_base::message_peek, kAwait);
+  if (pec || pn == 0) {
+    clear_deadline();
+    co_return false;  // closed (or timed out) before saying anything: nothing to report
+  }
+  if (first != 0x16) {
+    clear_deadline();
+    core_.counters.bad_requests.fetch_add(1, std::memory_order_relaxed);
+    report_refused(400, "plain HTTP sent to the HTTPS port");
+    co_await answer_error(400, "this port speaks HTTPS: plain HTTP was sent to it");
+    co_return false;
+  }
+  const auto context = core_.options.tls->current();
+  tls_ = std::make_unique<TlsStream>(socket_, *context);
+  tls_context_ = context;
+  auto [ec] = co_await tls_->async_handshake(asio::ssl::stream_base::server, kAwait);
+  const bool timed_out = watchdog_.expired();
+  clear_deadline();
+  if (ec) {
+    if (timed_out) core_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
+    report_refused(0,
+                   timed_out ? "TLS handshake timed out" : "TLS handshake failed: " + ec.message());
+    tls_.reset();
+    co_return false;
+  }
+  co_return true;
 }
 
 error_code Connection::end_write(error_code ec) noexcept {

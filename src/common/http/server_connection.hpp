@@ -13,6 +13,7 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/beast/core/buffers_suffix.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/system/error_code.hpp>
@@ -130,6 +131,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // per write measurably costs throughput): begin_write() arms the write deadline,
   // end_write() clears it and turns a cancellation by the watchdog into timed_out.
   Socket& socket() noexcept { return socket_; }
+  // The TLS layer over socket(), or null for plain HTTP.
+  using TlsStream = boost::asio::ssl::stream<Socket&>;
+  TlsStream* tls() noexcept { return tls_.get(); }
   void begin_write() { set_deadline(core_.options.write_timeout); }
   boost::system::error_code end_write(boost::system::error_code ec) noexcept;
   std::string& head_buffer() noexcept { return head_; }
@@ -157,6 +161,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void enter_idle();
   void leave_idle() noexcept;
   Task<void> linger_close();
+  // HTTPS: the handshake, under header_timeout; false when the connection must close (a
+  // plain-HTTP client was answered 400, or the handshake failed: both reported).
+  Task<bool> start_tls();
   void close() noexcept;
 
   void set_deadline(Duration timeout) { watchdog_.expires_after(timeout); }
@@ -174,6 +181,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string head_;
   Rejection rejection_;
 
+  std::shared_ptr<boost::asio::ssl::context> tls_context_;  // the certificate tls_ shook hands with
+  std::unique_ptr<TlsStream> tls_;    // over socket_; declared after it: destroyed first
   ConnectionWatchdog watchdog_;       // declared after socket_: destroyed first
   bool busy_ = false;                 // inside a request: stop() lets it finish
   bool head_parsed_ = false;          // request_ holds this request's head

@@ -24,6 +24,15 @@ namespace {
 namespace asio = boost::asio;
 
 constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
+
+// write_now() on a plain connection; over TLS every write goes through the TLS stream's async
+// write (a synchronous SSL_write on a non-blocking socket could leave a record half sent).
+template <class Buffers>
+bool try_write_now(Connection& connection, boost::beast::buffers_suffix<Buffers>& rest,
+                   boost::system::error_code& ec) {
+  if (connection.tls()) return false;
+  return write_now(connection.socket(), rest, ec);
+}
 using boost::system::error_code;
 constexpr std::string_view kCrlf = "\r\n";
 constexpr std::string_view kLastChunk = "0\r\n\r\n";
@@ -180,7 +189,7 @@ Task<Status> ConnectionWriter::send(Response response) {
   const WriteBuffers buffers{view_buffer(connection_.head_buffer()), view_buffer(body)};
   Pending rest(buffers);
   error_code ec;
-  if (!write_now(connection_.socket(), rest, ec)) ec = co_await write_rest(rest);
+  if (!try_write_now(connection_, rest, ec)) ec = co_await write_rest(rest);
   co_return finish_write(ec);
 }
 
@@ -192,7 +201,7 @@ Task<Status> ConnectionWriter::begin_stream(int status, Headers headers) {
   const WriteBuffers buffers{view_buffer(connection_.head_buffer())};
   Pending rest(buffers);
   error_code ec;
-  if (!write_now(connection_.socket(), rest, ec)) ec = co_await write_rest(rest);
+  if (!try_write_now(connection_, rest, ec)) ec = co_await write_rest(rest);
   Status written = finish_write(ec);
   if (written.ok()) state_ = State::kStreaming;
   co_return written;
@@ -219,7 +228,7 @@ Task<Status> ConnectionWriter::write_chunk(std::string_view data) {
   Pending rest(buffers);
   if (backlog() == 0) {
     error_code ec;
-    if (write_now(connection_.socket(), rest, ec)) {
+    if (try_write_now(connection_, rest, ec)) {
       Status written = finish_write(ec);
       if (written.ok()) state_ = State::kStreaming;
       co_return written;
@@ -249,7 +258,7 @@ Task<Status> ConnectionWriter::end_stream() {
     co_return finish_write(flush_error_);
   }
   error_code ec;
-  if (!write_now(connection_.socket(), rest, ec)) ec = co_await write_rest(rest);
+  if (!try_write_now(connection_, rest, ec)) ec = co_await write_rest(rest);
   co_return finish_write(ec);
 }
 
@@ -274,8 +283,13 @@ Task<void> ConnectionWriter::flush(std::shared_ptr<Connection> owner, Connection
     self->sending_.swap(self->backlog_);
     self->backlog_.clear();
     owner->begin_write();
-    auto [ec, n] =
-        co_await asio::async_write(owner->socket(), asio::buffer(self->sending_), kAwait);
+    std::tuple<boost::system::error_code, std::size_t> wrote;
+    if (owner->tls()) {
+      wrote = co_await asio::async_write(*owner->tls(), asio::buffer(self->sending_), kAwait);
+    } else {
+      wrote = co_await asio::async_write(owner->socket(), asio::buffer(self->sending_), kAwait);
+    }
+    auto [ec, n] = wrote;
     self->sending_.clear();
     self->flush_error_ = owner->end_write(ec);
     if (self->flushed_) self->flushed_->cancel();
@@ -295,7 +309,13 @@ Task<void> ConnectionWriter::wait_for_flush(std::size_t at_most) {
 // What the kernel did not take at once (write_now.hpp), under the write deadline.
 Task<boost::system::error_code> ConnectionWriter::write_rest(Pending& rest) {
   connection_.begin_write();
-  auto [ec, n] = co_await asio::async_write(connection_.socket(), rest, kAwait);
+  std::tuple<boost::system::error_code, std::size_t> wrote;
+  if (connection_.tls()) {
+    wrote = co_await asio::async_write(*connection_.tls(), rest, kAwait);
+  } else {
+    wrote = co_await asio::async_write(connection_.socket(), rest, kAwait);
+  }
+  auto [ec, n] = wrote;
   co_return connection_.end_write(ec);
 }
 

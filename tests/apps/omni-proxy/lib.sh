@@ -61,11 +61,11 @@ start_proxy() {
   pids+=("$pid")
   eval "PID_$name=$pid"
   for _ in $(seq 200); do
-    if grep -q "listening on http://" "$work/$name.log" 2>/dev/null; then break; fi
+    if grep -qE "listening on https?://" "$work/$name.log" 2>/dev/null; then break; fi
     kill -0 "$pid" 2>/dev/null || fail "omni-proxy $name exited"
     sleep 0.05
   done
-  PROXY=$(sed -n 's|.*listening on http://\([^ ]*\).*|\1|p' "$work/$name.log" | head -1)
+  PROXY=$(sed -n 's|.*listening on https\{0,1\}://\([^ ]*\).*|\1|p' "$work/$name.log" | head -1)
   [ -n "$PROXY" ] || fail "omni-proxy $name did not start"
 }
 
