@@ -13,17 +13,6 @@ namespace json = boost::json;
 double ms(Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 double seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
 
-std::string iso_time(std::chrono::system_clock::time_point wall) {
-  const auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(wall.time_since_epoch()).count();
-  const std::time_t secs = static_cast<std::time_t>(micros / 1'000'000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[64];
-  const auto n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  return std::string(buf, n) + "." + std::to_string(1'000'000 + micros % 1'000'000).substr(1) + "Z";
-}
-
 std::string access_line(const Call& call, Duration e2e) {
   json::object line;
   line["ts"] = iso_time(call.wall);
@@ -220,13 +209,13 @@ void finish_call(Call& call) {
   if (g.access_log.enabled()) g.access_log.write(access_line(call, e2e));
   say_request_events(call);
   RoutingDecision decision;
-  decision.time = iso_time(call.wall);
+  decision.wall = call.wall;
   decision.request_id = call.request_id;
   decision.route = std::string(call.request.path());
   decision.prefill_node = call.prefill_node;
   decision.decode_node = call.decode_node;
   decision.status = call.status;
-  decision.outcome = std::string(outcome_name(call.outcome));
+  decision.outcome = outcome_name(call.outcome);
   decision.retries = call.prefill_retries + call.decode_retries;
   decision.migrations = call.migration.count;
   if (auto ttft = call.life.ttft()) decision.ttft_ms = ms(*ttft);

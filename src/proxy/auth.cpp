@@ -56,17 +56,21 @@ std::optional<http::Response> screen_operator_route(const AccessRules& rules,
 
 }  // namespace
 
+std::string_view peer_address(std::string_view remote) noexcept {
+  if (const auto colon = remote.rfind(':'); colon != std::string_view::npos) {
+    remote = remote.substr(0, colon);
+  }
+  if (remote.size() >= 2 && remote.front() == '[' && remote.back() == ']') {
+    remote = remote.substr(1, remote.size() - 2);
+  }
+  return remote;
+}
+
 bool is_local_client(const http::Request& head) {
   for (const std::string_view relayed : {"Forwarded", "X-Forwarded-For", "X-Real-IP"}) {
     if (head.headers.get(relayed)) return false;
   }
-  std::string_view host = head.remote;
-  if (const auto colon = host.rfind(':'); colon != std::string_view::npos) {
-    host = host.substr(0, colon);
-  }
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
+  const std::string_view host = peer_address(head.remote);
   boost::system::error_code ec;
   const auto address = boost::asio::ip::make_address(std::string(host), ec);
   if (ec) return false;

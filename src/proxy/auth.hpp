@@ -56,6 +56,9 @@ struct AccessRules {
 // Which listener a request arrived on.
 enum class Listener { kTraffic, kAdmin };
 
+// The address of a peer written "host:port" or "[v6]:port" (http::Request::remote), without
+// port or brackets: "10.0.0.7", "::1".
+std::string_view peer_address(std::string_view remote) noexcept;
 // Whether the request comes straight from this host (see the top of this file).
 bool is_local_client(const http::Request& head);
 

@@ -165,17 +165,6 @@ bool kv_unusable(int status, std::string_view body) {
 
 namespace {
 
-// The client's address without its port ("10.0.0.7", "::1"), as X-Forwarded-For writes it.
-std::string_view client_address(std::string_view remote) {
-  if (const auto colon = remote.rfind(':'); colon != std::string_view::npos) {
-    remote = remote.substr(0, colon);
-  }
-  if (remote.size() >= 2 && remote.front() == '[' && remote.back() == ']') {
-    remote = remote.substr(1, remote.size() - 2);
-  }
-  return remote;
-}
-
 // What an engine's logs and traces need from the client's request: the W3C trace context,
 // passed through so that one trace spans client, proxy and engine, and the client's address
 // appended to X-Forwarded-For as nginx's $proxy_add_x_forwarded_for does.
@@ -183,7 +172,7 @@ void add_forwarded_headers(const http::Request& client, http::Headers& out) {
   for (const std::string_view name : {"traceparent", "tracestate"}) {
     if (auto value = client.headers.get(name)) out.add(std::string(name), std::string(*value));
   }
-  const std::string_view address = client_address(client.remote);
+  const std::string_view address = peer_address(client.remote);
   if (address.empty()) return;
   std::string chain(client.headers.get("X-Forwarded-For").value_or(""));
   if (!chain.empty()) chain += ", ";

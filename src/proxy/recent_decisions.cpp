@@ -1,8 +1,20 @@
 #include "recent_decisions.hpp"
 
 #include <boost/json.hpp>
+#include <ctime>
 
 namespace omni::proxy {
+
+std::string iso_time(std::chrono::system_clock::time_point wall) {
+  const auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(wall.time_since_epoch()).count();
+  const std::time_t secs = static_cast<std::time_t>(micros / 1'000'000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  const auto n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return std::string(buf, n) + "." + std::to_string(1'000'000 + micros % 1'000'000).substr(1) + "Z";
+}
 
 void RecentDecisions::add(RoutingDecision decision) {
   std::lock_guard lock(mu_);
@@ -17,7 +29,7 @@ std::string RecentDecisions::json() const {
     std::lock_guard lock(mu_);
     for (auto it = ring_.rbegin(); it != ring_.rend(); ++it) {
       json::object item;
-      item["time"] = it->time;
+      item["time"] = iso_time(it->wall);
       item["request_id"] = it->request_id;
       item["route"] = it->route;
       item["prefill_node"] = it->prefill_node;

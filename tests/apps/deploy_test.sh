@@ -18,28 +18,7 @@ src=${4:?missing the source folder}
 deploy=$src/deploy
 proxy=$(realpath "$proxy")
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  local pid
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*"
-  for f in "$work"/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -15 "$f"; }; done
-  exit 1
-}
-wait_for() {  # wait_for FILE PATTERN PID
-  for _ in $(seq 200); do
-    grep -q -- "$2" "$1" 2>/dev/null && return 0
-    kill -0 "$3" 2>/dev/null || fail "$(basename "$1" .log) exited"
-    sleep 0.05
-  done
-  fail "timed out waiting for '$2' in $1"
-}
+. "$(dirname "$0")/lib.sh"
 
 # 1. Alert rules.
 promtool check rules "$deploy/prometheus/alerts.yml" >"$work/rules.txt" 2>&1 \

@@ -59,8 +59,8 @@ Result<Loaded> build(const std::string& chain_file, const std::string& key_file)
   auto context = std::make_shared<ssl::context>(ssl::context::tls_server);
   SSL_CTX* ctx = context->native_handle();
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
-                               SSL_OP_CIPHER_SERVER_PREFERENCE);
+  SSL_CTX_set_options(
+      ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
   // TLS 1.2: forward secrecy and AEAD only (Mozilla's "intermediate" list); TLS 1.3's own
   // suites are all AEAD and keep OpenSSL's defaults.
   SSL_CTX_set_cipher_list(ctx,
@@ -76,17 +76,17 @@ Result<Loaded> build(const std::string& chain_file, const std::string& key_file)
   if (SSL_CTX_use_PrivateKey_file(ctx, key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
     const std::string why = openssl_error();
     if (why.find("key values mismatch") != std::string::npos) {
-      return make_error(ErrorCode::kInvalidArgument, "TLS: the key in " + key_file +
-                                                         " does not match the certificate in " +
-                                                         chain_file);
+      return make_error(
+          ErrorCode::kInvalidArgument,
+          "TLS: the key in " + key_file + " does not match the certificate in " + chain_file);
     }
     return make_error(ErrorCode::kInvalidArgument,
                       "TLS: " + key_file + " is not a PEM private key: " + why);
   }
   if (SSL_CTX_check_private_key(ctx) != 1) {
-    return make_error(ErrorCode::kInvalidArgument, "TLS: the key in " + key_file +
-                                                       " does not match the certificate in " +
-                                                       chain_file);
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        "TLS: the key in " + key_file + " does not match the certificate in " + chain_file);
   }
   X509* leaf = SSL_CTX_get0_certificate(ctx);
   if (leaf == nullptr) {
@@ -98,9 +98,9 @@ Result<Loaded> build(const std::string& chain_file, const std::string& key_file)
                       "TLS: the certificate in " + chain_file + " expired on " + until);
   }
   if (X509_cmp_current_time(X509_get0_notBefore(leaf)) >= 0) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "TLS: the certificate in " + chain_file + " is not valid before " +
-                          asn1_time(X509_get0_notBefore(leaf)));
+    return make_error(ErrorCode::kInvalidArgument, "TLS: the certificate in " + chain_file +
+                                                       " is not valid before " +
+                                                       asn1_time(X509_get0_notBefore(leaf)));
   }
   char subject[256] = {};
   X509_NAME_oneline(X509_get_subject_name(leaf), subject, sizeof(subject));
