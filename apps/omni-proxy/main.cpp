@@ -107,7 +107,8 @@ int run(const ProxyConfig& cfg, int argc, char** argv) {
     const auto at = listen_endpoint(*cfg.admin_listen);
     const std::string host = at ? at->host : "?";
     const bool v6 = host.find(':') != std::string::npos;
-    std::cout << "omni-proxy: admin, metrics and probes on http://" << (v6 ? "[" : "") << host
+    std::cout << "omni-proxy: admin, metrics and probes on "
+              << (cfg.admin_tls_cert_file ? "https" : "http") << "://" << (v6 ? "[" : "") << host
               << (v6 ? "]:" : ":") << *admin << std::endl;
   }
   return serve(**gateway, argc, argv);

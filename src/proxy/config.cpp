@@ -296,6 +296,27 @@ void describe(config::Schema<ProxyConfig>& s) {
   s.field("tls_key_file", &C::tls_key_file,
           "The PEM private key of tls_cert_file; re-read on reload")
       .non_empty();
+  s.field("admin_tls_cert_file", &C::admin_tls_cert_file,
+          "HTTPS on the admin listener: the PEM certificate chain; re-read on reload")
+      .non_empty();
+  s.field("admin_tls_key_file", &C::admin_tls_key_file,
+          "The PEM private key of admin_tls_cert_file; re-read on reload")
+      .non_empty();
+  s.field("admin_tls_client_ca_file", &C::admin_tls_client_ca_file,
+          "Mutual TLS on the admin listener: only clients presenting a certificate this CA signed "
+          "complete the handshake (the admin token, if set, is still required on /admin/*)")
+      .non_empty();
+  s.field("engine_tls_ca_file", &C::engine_tls_ca_file,
+          "Engines given as https://host:port are verified against this PEM CA file (default: "
+          "the system's trust store); re-read on reload")
+      .non_empty();
+  s.field("engine_tls_cert_file", &C::engine_tls_cert_file,
+          "A client certificate chain presented to https engines that require one")
+      .non_empty();
+  s.field("engine_tls_key_file", &C::engine_tls_key_file,
+          "The PEM private key of "
+          "engine_tls_cert_file")
+      .non_empty();
   s.field("admin_listen", &C::admin_listen,
           "host:port of a separate listener for /admin/*, /metrics and the probes (e.g. "
           "127.0.0.1:9090); none: they share the traffic port, local clients or the admin token "
@@ -335,6 +356,25 @@ void describe(config::Schema<ProxyConfig>& s) {
       return make_error(ErrorCode::kInvalidArgument,
                         "tls_cert_file and tls_key_file go together: give both or neither");
     }
+    if (c.admin_tls_cert_file.has_value() != c.admin_tls_key_file.has_value()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "admin_tls_cert_file and admin_tls_key_file go together: give both or "
+                        "neither");
+    }
+    if ((c.admin_tls_cert_file || c.admin_tls_client_ca_file) && !c.admin_listen) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "admin_tls_* need an admin listener (--admin-listen)");
+    }
+    if (c.admin_tls_client_ca_file && !c.admin_tls_cert_file) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "admin_tls_client_ca_file needs admin_tls_cert_file and "
+                        "admin_tls_key_file (client certificates are asked for during HTTPS)");
+    }
+    if (c.engine_tls_cert_file.has_value() != c.engine_tls_key_file.has_value()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "engine_tls_cert_file and engine_tls_key_file go together: give both or "
+                        "neither");
+    }
     if (c.send_token_ids && !c.tokenizer) {
       return make_error(ErrorCode::kInvalidArgument, "send_token_ids needs a tokenizer");
     }
@@ -369,8 +409,9 @@ std::vector<NodeEntry> node_entries(const ProxyConfig& c) {
     if (!kv_events) {
       if (auto it = events.find(name); it != events.end()) kv_events = it->second;
     }
-    NodeEntry entry{NodeSpec{name, role, group},          endpoint->host, endpoint->port,
-                    bootstrap.value_or(c.bootstrap_port), kv_events,      std::nullopt};
+    NodeEntry entry{
+        NodeSpec{name, role, group},          endpoint->host, endpoint->port, endpoint->tls,
+        bootstrap.value_or(c.bootstrap_port), kv_events,      std::nullopt};
     entry.spec.kv_events = kv_events.has_value();
     if (!replay) {
       if (auto it = replays.find(name); it != replays.end()) replay = it->second;
@@ -415,6 +456,11 @@ Result<ListenConfig> listen_endpoint(std::string_view text) {
   auto at = ephemeral ? http::Endpoint::parse(std::string(text.substr(0, text.size() - 2)) + ":1")
                       : http::Endpoint::parse(text);
   if (!at) return std::move(at).error();
+  if (at->tls) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "'" + std::string(text) +
+                          "': a listener is host:port (HTTPS comes from its certificate flags)");
+  }
   return ListenConfig{at->host, ephemeral ? std::uint16_t{0} : at->port};
 }
 

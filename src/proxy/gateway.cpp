@@ -83,7 +83,7 @@ std::string node_list(const std::vector<NodeEntry>& entries, Role role) {
   for (const NodeEntry& entry : entries) {
     if (entry.spec.role != role) continue;
     if (!out.empty()) out += ", ";
-    out += entry.spec.name;
+    out += entry.tls ? "https://" + entry.spec.name : entry.spec.name;
     if (!entry.spec.group.empty()) out += " [" + entry.spec.group + "]";
   }
   return out.empty() ? "none" : out;
@@ -103,6 +103,12 @@ void say_setup(const Gateway::Impl& g) {
       c.retries.prefill_attempts, c.retries.decode_attempts, c.migration_max_attempts);
   const auto authority = g.authority.load();
   if (g.tls) logger->info("HTTPS: certificate {}", g.tls->describe());
+  if (g.admin_tls) logger->info("admin HTTPS: certificate {}", g.admin_tls->describe());
+  for (const NodeEntry& entry : entries) {
+    if (!entry.tls) continue;
+    logger->info("engines over https: {}", g.engine_tls->describe());
+    break;
+  }
   logger->info("access: /v1/* {}; admin routes and /metrics {}; engine key {}",
                authority->access.api_keys.empty() ? "open (no client key)" : "need a client key",
                c.admin_listen                    ? "on " + *c.admin_listen
@@ -294,8 +300,10 @@ std::string Gateway::Impl::new_request_id() {
 }
 
 namespace {
-http::ClientOptions client_options(const ProxyConfig& c, Duration read_timeout) {
+http::ClientOptions client_options(const Gateway::Impl& g, Duration read_timeout) {
+  const ProxyConfig& c = g.config;
   http::ClientOptions o;
+  o.tls = g.engine_tls;
   o.connect_timeout = c.timeouts.connect;
   o.read_timeout = read_timeout;
   o.max_idle_per_endpoint = 256;
@@ -310,7 +318,7 @@ thread_local std::unique_ptr<http::Client> t_decode_client;
 http::Client& Gateway::Impl::prefill_client(boost::asio::any_io_executor executor) {
   if (!t_prefill_client) {
     t_prefill_client =
-        std::make_unique<http::Client>(executor, client_options(config, config.timeouts.prefill));
+        std::make_unique<http::Client>(executor, client_options(*this, config.timeouts.prefill));
   }
   return *t_prefill_client;
 }
@@ -318,7 +326,7 @@ http::Client& Gateway::Impl::prefill_client(boost::asio::any_io_executor executo
 http::Client& Gateway::Impl::decode_client(boost::asio::any_io_executor executor) {
   if (!t_decode_client) {
     t_decode_client = std::make_unique<http::Client>(
-        executor, client_options(config, config.timeouts.decode_idle));
+        executor, client_options(*this, config.timeouts.decode_idle));
   }
   return *t_decode_client;
 }
@@ -335,7 +343,7 @@ class HttpEngineClient final : public EngineClient {
   // parameters inside a co_await expression too early.
   Task<Result<http::Response>> send(const NodeEntry& node, http::Request request,
                                     http::Abort* abort) override {
-    const http::Endpoint to{node.host, node.port};
+    const http::Endpoint to{node.host, node.port, node.tls};
     authorize_for_engines(g_, request);
     auto call = client_.send(to, std::move(request), abort);
     co_return co_await std::move(call);
@@ -343,7 +351,7 @@ class HttpEngineClient final : public EngineClient {
   Task<Result<std::unique_ptr<http::ResponseStream>>> open(const NodeEntry& node,
                                                            http::Request request,
                                                            http::Abort* abort) override {
-    const http::Endpoint to{node.host, node.port};
+    const http::Endpoint to{node.host, node.port, node.tls};
     authorize_for_engines(g_, request);
     auto call = client_.open(to, std::move(request), abort);
     co_return co_await std::move(call);
@@ -420,19 +428,18 @@ Result<std::unique_ptr<Gateway::Impl>> make_gateway_impl(ProxyConfig config, con
   if (!prefix) return std::move(prefix).error();
   impl->kv_feeds = std::make_unique<KvEventFeeds>(*impl->dispatcher);
   if (Status s = install_credentials(*impl, impl->config); !s) return std::move(s).error();
+  auto tls = load_tls(impl->config);
+  if (!tls) return std::move(tls).error();
+  install_tls(*impl, std::move(*tls));
   http::ServerOptions traffic = server_options(impl->config);
-  if (impl->config.tls_cert_file) {
-    auto tls = http::TlsCertificate::load(*impl->config.tls_cert_file, *impl->config.tls_key_file);
-    if (!tls) return std::move(tls).error();
-    impl->tls = *tls;
-    traffic.tls = impl->tls;
-  }
+  traffic.tls = impl->tls;
   impl->server = make_server(*impl, std::move(traffic), Listener::kTraffic);
   if (impl->config.admin_listen) {
     const auto at = listen_endpoint(*impl->config.admin_listen);
     if (!at) return std::move(at).error();
-    impl->admin_server =
-        make_server(*impl, admin_server_options(impl->config, *at), Listener::kAdmin);
+    http::ServerOptions admin = admin_server_options(impl->config, *at);
+    admin.tls = impl->admin_tls;
+    impl->admin_server = make_server(*impl, std::move(admin), Listener::kAdmin);
   }
   return impl;
 }
@@ -520,20 +527,19 @@ void say_pool_changes(const std::vector<NodeEntry>& before, const std::vector<No
 Status Gateway::reload(const ProxyConfig& config) {
   // The pools and the secrets change: in-flight requests keep their leases; the scheduler keeps
   // the load and health of nodes that stay, and forgets removed ones once their load drains.
-  // Secrets first: a key file that cannot be read refuses the whole reload (the old keys serve).
+  // Secrets and TLS files first: one that cannot be read refuses the whole reload (the old
+  // ones keep serving).
+  auto tls = load_tls(config);
+  if (!tls) {
+    log::get("proxy")->error("reload refused: {} (the current TLS files keep serving)",
+                             tls.error().message);
+    return std::move(tls).error();
+  }
   if (Status s = install_credentials(*impl_, config); !s) {
     log::get("proxy")->error("reload refused: {}", s.error().message);
     return s;
   }
-  if (impl_->tls && config.tls_cert_file && config.tls_key_file) {
-    // New connections get the new certificate; open ones keep theirs.
-    if (Status s = impl_->tls->reload(*config.tls_cert_file, *config.tls_key_file); !s) {
-      log::get("proxy")->error("reload refused: {} (the current certificate keeps serving)",
-                               s.error().message);
-      return s;
-    }
-    log::get("proxy")->info("reload: TLS certificate {}", impl_->tls->describe());
-  }
+  renew_tls(*impl_, *tls);
   auto entries = node_entries(config);
   say_pool_changes(impl_->directory.all(), entries);
   std::vector<NodeEntry> merged = entries;

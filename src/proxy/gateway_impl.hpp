@@ -147,7 +147,10 @@ struct Gateway::Impl {
   ModelCatalog models;  // each engine's /v1/models (the health checker keeps it)
   Inflight inflight;
   AccessLog access_log;
-  std::shared_ptr<http::TlsCertificate> tls;  // HTTPS on the client listener; null: plain
+  // TLS material (tls_files.cpp), loaded at start and re-read on reload, all or nothing.
+  std::shared_ptr<http::TlsCertificate> tls;          // HTTPS on the client listener; null: plain
+  std::shared_ptr<http::TlsCertificate> admin_tls;    // HTTPS on the admin listener; null: plain
+  std::shared_ptr<http::TlsClientConfig> engine_tls;  // how https engines are verified
   std::unique_ptr<http::Server> server;
   std::unique_ptr<http::Server> admin_server;  // --admin-listen; null: one listener
   std::atomic<std::uint64_t> next_id{1};
@@ -198,6 +201,18 @@ http::Handler make_handler(Gateway::Impl& gateway, Listener listener = Listener:
 void authorize_for_engines(const Gateway::Impl& gateway, http::Request& request);
 // Replaces the credentials from a configuration's secrets; the old ones stay on an error.
 Status install_credentials(Gateway::Impl& gateway, const ProxyConfig& config);
+// The TLS files a configuration names, loaded and checked (tls_files.cpp).
+struct TlsSet {
+  std::shared_ptr<http::TlsCertificate> traffic;  // null: none configured
+  std::shared_ptr<http::TlsCertificate> admin;
+  std::shared_ptr<http::TlsClientConfig> engines;  // always: https engines may come by reload
+};
+Result<TlsSet> load_tls(const ProxyConfig& config);
+// At start: gateway.tls, admin_tls and engine_tls. On reload: each renewed in place (a
+// listener's HTTPS is switched on or off only by a restart). A reload loads the set first, so
+// one bad file refuses it and every old file keeps serving.
+void install_tls(Gateway::Impl& gateway, TlsSet set);
+void renew_tls(Gateway::Impl& gateway, const TlsSet& set);
 // The generation routes (/v1/completions, /v1/chat/completions).
 Task<void> handle_generate(Gateway::Impl& gateway, http::Request& request,
                            http::ResponseWriter& writer, Api api);

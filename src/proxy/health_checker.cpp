@@ -13,8 +13,11 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <string>
+#include <unordered_map>
 
 #include "gateway_impl.hpp"
+#include "omni/log/log.hpp"
 
 namespace omni::proxy {
 namespace {
@@ -86,13 +89,25 @@ Task<void> refresh_models(Gateway::Impl& g, http::Client& client, const std::str
   if (auto list = parse_models(answer->body)) g.models.store(name, std::move(*list), g.clock.now());
 }
 
+// "node N: /health probe: <why>" when the reason differs from the last one logged for N.
+void say_probe_failure(std::string& last, const std::string& name,
+                       const Result<http::Response>& answer) {
+  std::string why = answer ? "answered " + std::to_string(answer->status) : answer.error().message;
+  if (why == last) return;
+  log::get("proxy")->warn("node {}: /health probe: {}", name, why);
+  last = std::move(why);
+}
+
 Task<void> probe_loop(Gateway::Impl& g, asio::io_context& io) {
   http::ClientOptions options;
   options.connect_timeout = g.config.health.timeout;
   options.read_timeout = g.config.health.timeout;
   options.write_timeout = g.config.health.timeout;
+  options.tls = g.engine_tls;
   http::Client client(io.get_executor(), options);
   asio::steady_timer timer(io);
+  // Why each failing node's last probe failed: a new reason is logged once, not every interval.
+  std::unordered_map<std::string, std::string> failing;
   while (!g.health_stop.load()) {
     const DispatcherSnapshot snapshot = g.dispatcher->snapshot();
     for (const NodeStatus& node : snapshot.nodes) {
@@ -103,11 +118,15 @@ Task<void> probe_loop(Gateway::Impl& g, asio::io_context& io) {
       probe.method = http::Method::kGet;
       probe.target = "/health";
       authorize_for_engines(g, probe);
-      const http::Endpoint to{entry->host, entry->port};
+      const http::Endpoint to{entry->host, entry->port, entry->tls};
       auto answer = co_await client.send(to, std::move(probe));
       const bool healthy = answer && answer->status == 200;
       g.dispatcher->probe(node.id, healthy);
-      if (!healthy) continue;
+      if (!healthy) {
+        say_probe_failure(failing[node.spec.name], node.spec.name, answer);
+        continue;
+      }
+      failing.erase(node.spec.name);
       co_await refresh_models(g, client, node.spec.name, to);
       if (g.config.health.engine_metrics) co_await scrape_load(g, client, node.spec.name, to);
     }

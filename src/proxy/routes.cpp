@@ -88,7 +88,7 @@ Task<void> fetch_models(Gateway::Impl& g, NodeEntry node, std::string request_id
   bound.expires_after(left, "timeouts.models passed");
   // Named, not a temporary in the co_await: GCC 12 destroys such a temporary twice when the
   // call is aborted (this route crashed the proxy so with a stalled engine).
-  const http::Endpoint endpoint{node.host, node.port};
+  const http::Endpoint endpoint{node.host, node.port, node.tls};
   auto answer = co_await g.decode_client(executor).send(endpoint, std::move(ask), &abort);
   if (answer && answer->status == 200) {
     if (auto list = parse_models(answer->body))

@@ -6,7 +6,9 @@
 //             relaying streams (SSE) without buffering them.
 // Every connect, write and read has a timeout; every failure is a Result error, never an
 // exception: kTimeout, kUnavailable (connect refused / reset), kProtocol (malformed response),
-// kTooLarge (limits), kCancelled.
+// kTooLarge (limits), kCancelled. An https Endpoint is spoken over TLS, the server's
+// certificate verified (chain, validity, host name or IP address); a failed handshake is
+// kUnavailable with OpenSSL's reason ("certificate verify failed: ...").
 //
 // Threading: a Client belongs to one executor (one I/O thread); call it only from coroutines
 // running there. Give each I/O thread its own Client, as Envoy gives each worker its own pools.
@@ -26,6 +28,7 @@
 #include "omni/common/clock.hpp"
 #include "omni/common/result.hpp"
 #include "omni/http/task.hpp"
+#include "omni/http/tls.hpp"
 #include "omni/http/types.hpp"
 
 namespace omni::http {
@@ -35,11 +38,11 @@ using namespace std::chrono_literals;
 struct Endpoint {
   std::string host;
   std::uint16_t port = 0;
+  bool tls = false;  // https: the connection is TLS, the server verified (ClientOptions::tls)
 
   std::string to_string() const;  // "host:port" ("[::1]:8000" for IPv6 literals)
   // Parses "host:port" or "[v6]:port", also written as a URL without a path: "http://host:port",
-  // "http://[v6]:port/". kInvalidArgument with the reason otherwise (https:// included: there
-  // is no TLS).
+  // "https://[v6]:port/" (tls set). kInvalidArgument with the reason otherwise.
   static Result<Endpoint> parse(std::string_view text);
   friend bool operator==(const Endpoint&, const Endpoint&) = default;
 };
@@ -58,6 +61,9 @@ struct ClientOptions {
   // returns only once the pooled connections' timers have lapsed (up to read_timeout after
   // the last request) or the Client is destroyed.
   bool keep_timers_armed = false;
+  // How https endpoints are verified (and the client certificate, if any); null: against the
+  // system's trust store, loaded at the first https connection.
+  std::shared_ptr<TlsClientConfig> tls;
 };
 
 // A response whose body is still arriving. Destroying it before the end closes the

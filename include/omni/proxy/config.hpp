@@ -167,6 +167,16 @@ struct ProxyConfig {
   // host:port of a listener of its own for /admin/*, /metrics and the probes; none: they are
   // served on the traffic port (operator routes to local clients or the admin token only).
   std::optional<std::string> admin_listen;
+  // HTTPS on the admin listener, and (client CA) mutual TLS: only clients with a certificate that
+  // CA signed complete the handshake, as nginx's ssl_verify_client on.
+  std::optional<std::string> admin_tls_cert_file;
+  std::optional<std::string> admin_tls_key_file;
+  std::optional<std::string> admin_tls_client_ca_file;
+  // Engines given as https://host:port: verified against this CA file (none: the system's trust
+  // store), with this client certificate if they require one. All re-read on reload.
+  std::optional<std::string> engine_tls_ca_file;
+  std::optional<std::string> engine_tls_cert_file;
+  std::optional<std::string> engine_tls_key_file;
   ClientPdFields client_pd_fields = ClientPdFields::kStrip;
   std::optional<std::string> access_log;  // file path, or "-" for standard output
   config::LogConfig log;
@@ -186,6 +196,7 @@ struct NodeEntry {
   NodeSpec spec;
   std::string host;
   std::uint16_t port = 0;
+  bool tls = false;  // written as https://host:port: spoken over TLS, the engine verified
   std::uint16_t bootstrap_port = 8998;
   std::optional<std::string> kv_events_endpoint;
   std::optional<std::string> kv_events_replay_endpoint;

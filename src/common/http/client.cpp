@@ -247,29 +247,29 @@ std::string Endpoint::to_string() const {
 
 namespace {
 
-// "http://host:port" and "http://host:port/" -> "host:port": engines' addresses are often copied
-// as URLs. https is refused rather than spoken as plain HTTP to a TLS port.
-Result<std::string_view> without_scheme(std::string_view text) {
+struct Stripped {
+  std::string_view rest;  // "host:port"
+  bool tls = false;       // written as https://
+};
+
+// "http://host:port", "https://host:port/" -> "host:port": engines' addresses are often copied
+// as URLs.
+Result<Stripped> without_scheme(std::string_view text) {
   const std::size_t separator = text.find("://");
-  if (separator == std::string_view::npos) return text;
+  if (separator == std::string_view::npos) return Stripped{text};
   std::string scheme(text.substr(0, separator));
   std::transform(scheme.begin(), scheme.end(), scheme.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (scheme == "https") {
-    return invalid(text,
-                   "https is not supported (Omni speaks plain HTTP to its peers): use "
-                   "http://host:port or host:port");
-  }
-  if (scheme != "http") {
-    return invalid(
-        text, "unsupported scheme '" + scheme + "://' (expected host:port or http://host:port)");
+  if (scheme != "http" && scheme != "https") {
+    return invalid(text, "unsupported scheme '" + scheme +
+                             "://' (expected host:port, http://host:port or https://host:port)");
   }
   std::string_view rest = text.substr(separator + 3);
   if (rest.ends_with('/')) rest.remove_suffix(1);
   if (rest.find('/') != std::string_view::npos) {
     return invalid(text, "a path is not allowed here (expected http://host:port)");
   }
-  return rest;
+  return Stripped{rest, scheme == "https"};
 }
 
 }  // namespace
@@ -277,7 +277,7 @@ Result<std::string_view> without_scheme(std::string_view text) {
 Result<Endpoint> Endpoint::parse(std::string_view written) {
   auto stripped = without_scheme(written);
   if (!stripped) return std::move(stripped).error();
-  const std::string_view text = *stripped;
+  const std::string_view text = stripped->rest;
   std::string_view host;
   std::string_view port;
   if (!text.empty() && text.front() == '[') {
@@ -305,7 +305,7 @@ Result<Endpoint> Endpoint::parse(std::string_view written) {
       value > 65535) {
     return invalid(written, "bad port '" + std::string(port) + "' (expected 1..65535)");
   }
-  return Endpoint{std::string(host), static_cast<std::uint16_t>(value)};
+  return Endpoint{std::string(host), static_cast<std::uint16_t>(value), stripped->tls};
 }
 
 Client::Client(boost::asio::any_io_executor executor, ClientOptions options)

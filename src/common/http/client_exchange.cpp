@@ -5,6 +5,7 @@
 #include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/error.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/error.hpp>
@@ -92,7 +93,19 @@ Task<boost::system::error_code> read_some(PooledConnection& connection, Response
   for (;;) {
     const std::size_t room =
         std::min(kMaxReadBytes, std::max(kMinReadBytes, buffer.capacity() - buffer.size()));
-    auto [read_ec, n] = co_await connection.socket.async_read_some(buffer.prepare(room), kAsTuple);
+    boost::system::error_code read_ec;
+    std::size_t n = 0;
+    const auto space = buffer.prepare(room);
+    if (connection.tls) {
+      auto [tls_ec, tls_n] = co_await connection.tls->async_read_some(space, kAsTuple);
+      // A server that closes without close_notify: for HTTP the same as a plain close.
+      read_ec = tls_ec == asio::ssl::error::stream_truncated ? asio::error::eof : tls_ec;
+      n = tls_n;
+    } else {
+      auto [plain_ec, plain_n] = co_await connection.socket.async_read_some(space, kAsTuple);
+      read_ec = plain_ec;
+      n = plain_n;
+    }
     buffer.commit(n);
     if (read_ec == asio::error::eof) {
       // The server closed: the end of a close-delimited body, or a truncated response.
@@ -129,7 +142,11 @@ Task<Result<Exchange>> start_exchange(ClientCore& impl, const Endpoint& to, cons
                                                    asio::buffer(wire.body)};
     beast::buffers_suffix<std::array<asio::const_buffer, 2>> rest(pieces);
     boost::system::error_code write_ec;
-    if (!write_now(connection->socket, rest, write_ec)) {
+    if (connection->tls) {
+      connection->watchdog.expires_after(impl.options.write_timeout);
+      auto [raw_write_ec, written] = co_await asio::async_write(*connection->tls, rest, kAsTuple);
+      write_ec = after_watchdog(raw_write_ec, *connection);
+    } else if (!write_now(connection->socket, rest, write_ec)) {
       connection->watchdog.expires_after(impl.options.write_timeout);
       auto [raw_write_ec, written] = co_await asio::async_write(connection->socket, rest, kAsTuple);
       write_ec = after_watchdog(raw_write_ec, *connection);

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <boost/asio/error.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/basic_parser.hpp>
@@ -28,8 +30,12 @@ namespace omni::http::detail {
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 
-// One TCP connection to one endpoint, with the bytes read past the last parsed message.
-// Every connect, write and read is bounded by the watchdog (see socket_watchdog.hpp).
+using TlsStream = boost::asio::ssl::stream<TcpSocket&>;
+
+// One TCP connection to one endpoint, with the bytes read past the last parsed message; TLS
+// over it for an https endpoint. Every connect, handshake, write and read is bounded by the
+// watchdog (see socket_watchdog.hpp), which cancels the socket's operation and so the TLS one
+// above it.
 struct PooledConnection {
   explicit PooledConnection(const IoExecutor& executor)
       : socket(executor), watchdog(executor, socket) {
@@ -41,7 +47,9 @@ struct PooledConnection {
   static constexpr std::size_t kReadBufferBytes = 16 * 1024;
 
   TcpSocket socket;
-  ConnectionWatchdog watchdog;  // after the socket: destroyed first
+  std::shared_ptr<boost::asio::ssl::context> tls_context;  // what `tls` was made from
+  std::unique_ptr<TlsStream> tls;  // over socket (declared after it: destroyed first); null: plain
+  ConnectionWatchdog watchdog;     // after the socket: destroyed first
   beast::flat_buffer buffer;
   std::chrono::steady_clock::time_point idle_since;
   bool reused = false;  // it has completed an exchange before, so the server may have closed it
@@ -87,6 +95,8 @@ struct ClientCore {
   // A pooled connection (most recently used first) or, if none or `fresh_only`, a new one.
   Task<Result<ConnectionPtr>> acquire(const Endpoint& to, bool fresh_only);
   Task<Result<ConnectionPtr>> connect(const Endpoint& to);
+  // The TLS handshake of a fresh connection to an https endpoint, under connect_timeout.
+  Task<Status> start_tls(PooledConnection& connection, const Endpoint& to);
   // Back into the pool after a complete keep-alive exchange; closed if the pool is full.
   void release(const Endpoint& to, ConnectionPtr connection);
   void close_idle();
@@ -105,6 +115,8 @@ struct ClientCore {
   std::unordered_map<Endpoint, std::deque<ConnectionPtr>, EndpointHash> idle;
   std::size_t idle_total = 0;
   bool closed = false;
+  // https endpoints: options.tls, or the system trust store once the first one is reached.
+  std::shared_ptr<TlsClientConfig> tls;
 
  private:
   void expire_idle();

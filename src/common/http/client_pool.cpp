@@ -1,11 +1,14 @@
 // The client's connection management: resolve, connect, pool idle keep-alive connections,
 // close them when unused for idle_timeout, and map socket errors to ErrorCodes.
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
 #include <sys/socket.h>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/error.hpp>
@@ -41,6 +44,11 @@ ErrorCode code_of(const boost::system::error_code& ec) {
       ec == asio::error::eof || ec == asio::error::host_unreachable ||
       ec == asio::error::network_unreachable || ec == asio::error::host_not_found ||
       ec == asio::error::host_not_found_try_again || ec == asio::error::not_connected) {
+    return ErrorCode::kUnavailable;
+  }
+  // A TLS failure (handshake refused, stream cut): the server cannot be spoken to.
+  if (ec.category() == asio::error::get_ssl_category() ||
+      ec.category() == asio::ssl::error::get_stream_category()) {
     return ErrorCode::kUnavailable;
   }
   return ErrorCode::kIo;
@@ -117,7 +125,8 @@ IoExecutor unwrap(const asio::any_io_executor& executor) {
 ClientCore::ClientCore(asio::any_io_executor executor_in, ClientOptions options_in)
     : executor(std::move(executor_in)),
       io_executor(unwrap(executor)),
-      options(std::move(options_in)) {}
+      options(std::move(options_in)),
+      tls(options.tls) {}
 
 Task<Result<ConnectionPtr>> ClientCore::acquire(const Endpoint& to, bool fresh_only) {
   expire_idle();
@@ -155,7 +164,45 @@ Task<Result<ConnectionPtr>> ClientCore::connect(const Endpoint& to) {
   connection->socket.set_option(tcp::no_delay(true), ec);
   // Requests are written synchronously first (write_now.hpp), which must never block.
   connection->socket.non_blocking(true, ec);
+  if (to.tls) {
+    Status shaken = co_await start_tls(*connection, to);
+    if (!shaken) co_return std::move(shaken).error();
+  }
   co_return std::move(connection);
+}
+
+Task<Status> ClientCore::start_tls(PooledConnection& connection, const Endpoint& to) {
+  if (!tls) {
+    auto loaded = TlsClientConfig::load({});
+    if (!loaded) co_return std::move(loaded).error();
+    tls = *loaded;
+  }
+  connection.tls_context = tls->current();
+  connection.tls = std::make_unique<TlsStream>(connection.socket, *connection.tls_context);
+  SSL* ssl = connection.tls->native_handle();
+  boost::system::error_code not_an_address;
+  asio::ip::make_address(to.host, not_an_address);
+  if (not_an_address) {
+    // SNI (SSL_set_tlsext_host_name, without the macro's C cast).
+    SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+             const_cast<char*>(to.host.c_str()));
+    SSL_set1_host(ssl, to.host.c_str());  // the certificate must name this host
+  } else {
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), to.host.c_str());
+  }
+  connection.watchdog.expires_after(options.connect_timeout);
+  auto [raw_ec] = co_await connection.tls->async_handshake(asio::ssl::stream_base::client,
+                                                           asio::as_tuple(asio::use_awaitable));
+  const auto ec = after_watchdog(raw_ec, connection);
+  connection.watchdog.disarm();
+  if (!ec) co_return Status{};
+  const long verified = SSL_get_verify_result(ssl);
+  if (ec != beast::error::timeout && verified != X509_V_OK) {
+    co_return make_error(ErrorCode::kUnavailable,
+                         to.to_string() + ": TLS handshake: certificate verify failed: " +
+                             X509_verify_cert_error_string(verified));
+  }
+  co_return error_from(ec, to, "TLS handshake");
 }
 
 void ClientCore::release(const Endpoint& to, ConnectionPtr connection) {

@@ -48,6 +48,10 @@ struct FakeConfig {
   std::optional<std::string> record;
   std::optional<std::string> port_file;  // write the bound port here once listening
   std::optional<std::string> api_key;    // as vLLM's --api-key: /v1/* needs Bearer <key>
+  // HTTPS, as vLLM's --ssl-certfile/--ssl-keyfile/--ssl-ca-certs with --ssl-cert-reqs 2.
+  std::optional<std::string> tls_cert_file;
+  std::optional<std::string> tls_key_file;
+  std::optional<std::string> tls_client_ca_file;  // client certificates required
 };
 
 void describe(omni::config::Schema<FakeConfig>& s) {
@@ -67,6 +71,10 @@ void describe(omni::config::Schema<FakeConfig>& s) {
   s.field("port_file", &FakeConfig::port_file, "Write the bound port to this file");
   s.field("api_key", &FakeConfig::api_key,
           "Require Authorization: Bearer KEY on /v1/* (vLLM's --api-key)");
+  s.field("tls_cert_file", &FakeConfig::tls_cert_file, "Serve HTTPS with this certificate chain");
+  s.field("tls_key_file", &FakeConfig::tls_key_file, "The key of tls_cert_file");
+  s.field("tls_client_ca_file", &FakeConfig::tls_client_ca_file,
+          "Require client certificates this CA signed");
 }
 
 struct Engine {
@@ -306,6 +314,15 @@ int main(int argc, char** argv) {
   options.port = engine.cfg.port;
   options.io_threads = engine.cfg.io_threads;
   options.shutdown_grace = 1s;
+  if (engine.cfg.tls_cert_file && engine.cfg.tls_key_file) {
+    auto tls = http::TlsCertificate::load(*engine.cfg.tls_cert_file, *engine.cfg.tls_key_file,
+                                          engine.cfg.tls_client_ca_file.value_or(""));
+    if (!tls) {
+      std::cerr << "fake engine: " << tls.error().message << "\n";
+      return 2;
+    }
+    options.tls = *tls;
+  }
   http::Server server(options, make_routes(engine));
   if (auto s = server.start(); !s) {
     std::cerr << "fake engine: " << s.error().message << "\n";

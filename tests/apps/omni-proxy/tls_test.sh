@@ -8,7 +8,7 @@
 #   3. plain HTTP to the HTTPS port gets a plain 400 and is closed; a broken handshake is closed
 #      and counted; both logged;
 #   4. SIGHUP with a new certificate: new connections see it; a reload with a key that does not
-#      match is refused and the current certificate keeps serving.
+#      match is refused and the current TLS files keep serving.
 source "$(dirname "$0")/lib.sh"
 
 cd "$work"
@@ -108,7 +108,7 @@ for _ in $(seq 50); do grep -q "reload: TLS certificate /CN=proxy-two" proxy.log
 subject | grep -q "CN = proxy-two" || fail "after SIGHUP new connections must get the new certificate"
 cp one.key live.key  # now the key does not match the certificate
 kill -HUP "$PID_proxy"
-for _ in $(seq 50); do grep -q "the current certificate keeps serving" proxy.log && break; sleep 0.1; done
+for _ in $(seq 50); do grep -q "the current TLS files keep serving" proxy.log && break; sleep 0.1; done
 grep -q "reload refused: TLS: the key in .* does not match" proxy.log || fail "a bad reload must be refused with the reason"
 subject | grep -q "CN = proxy-two" || fail "after a refused reload the current certificate must keep serving"
 code=$(tls_curl -o /dev/null -w '%{http_code}' "$url/health")

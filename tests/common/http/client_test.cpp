@@ -65,9 +65,19 @@ TEST(Endpoint, AcceptsAnHttpUrlWithoutAPath) {
   EXPECT_EQ(v6->to_string(), "[::1]:8000");
 }
 
+TEST(Endpoint, HttpsMeansTls) {
+  auto parsed = Endpoint::parse("https://engine:8443/");
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(*parsed, (Endpoint{"engine", 8443, /*tls=*/true}));
+  EXPECT_EQ(parsed->to_string(), "engine:8443");
+  EXPECT_FALSE(Endpoint::parse("http://engine:8443")->tls);
+  EXPECT_FALSE(Endpoint::parse("engine:8443")->tls);
+  EXPECT_NE(*parsed, *Endpoint::parse("engine:8443"));
+}
+
 TEST(Endpoint, RefusesOtherUrlsWithTheReason) {
   const std::pair<const char*, const char*> cases[] = {
-      {"https://engine:8443", "https is not supported"},
+      {"ftp://engine:8443", "unsupported scheme 'ftp://'"},
       {"tcp://10.0.0.1:5557", "unsupported scheme 'tcp://'"},
       {"http://engine:8000/v1", "a path is not allowed"},
       {"http://engine", "missing port"},
