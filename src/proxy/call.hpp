@@ -217,6 +217,26 @@ bool engine_failed(int status, std::string_view body);
 // The proxy wrote those parameters, so the fault is never the client's.
 bool kv_unusable(int status, std::string_view body);
 
+// What went wrong on an engine, for omni_proxy_node_errors_total{pool, node, kind}: an
+// operator tells a network problem (connect, tls) from an overloaded engine (timeout) from a
+// crashing one (http_5xx, stream_broken) without reading logs.
+enum class NodeErrorKind {
+  kConnect,
+  kTls,
+  kTimeout,
+  kHttp5xx,
+  kBadResponse,
+  kStreamBroken,
+  kKvTransfer,
+};
+std::string_view node_error_kind_name(NodeErrorKind kind) noexcept;
+// The kind of a failed engine call; none for kCancelled (a leg the proxy itself ended).
+std::optional<NodeErrorKind> node_error_of(const Error& error) noexcept;
+void count_node_error(const Call& call, const NodeEntry& node, NodeErrorKind kind);
+// A prefill (or whole) call that failed: its error's kind, or http_5xx for an answer.
+void count_engine_failure(const Call& call, const NodeEntry& node,
+                          const Result<http::Response>& answer);
+
 // The request to an engine: same route, `body`, the call's engine request id.
 http::Request upstream_request(const Call& call, std::string body);
 

@@ -85,6 +85,7 @@ std::string millis(Duration d) {
 // A call that failed before the client saw a byte: what the node should learn, and a retry.
 LegResult engine_call_failed(Call& call, const Leg& leg, const Error& error) {
   call.error = leg.node.spec.name + ": " + error.to_string();
+  if (auto kind = node_error_of(error)) count_node_error(call, leg.node, *kind);
   return LegResult{LegEnd::kRetry, Outcome::kFailure};
 }
 
@@ -98,6 +99,7 @@ KvVerdict kv_verdict(Call& call, const Leg& leg, int status, std::string_view bo
   if (!call.decode_loads_remote_kv || !kv_unusable(status, body)) return KvVerdict::kNotKv;
   call.error = leg.node.spec.name + " could not load the prefill's KV (answered " +
                std::to_string(status) + ")";
+  count_node_error(call, leg.node, NodeErrorKind::kKvTransfer);
   if (call.may_redo_kv) return KvVerdict::kRedo;
   return status == 500 ? KvVerdict::kNotKv : KvVerdict::kProxysFault;
 }
@@ -134,6 +136,7 @@ Task<LegResult> send_whole(Call& call, Leg& leg, EngineClient& engine, http::Req
   if (!answer) co_return engine_call_failed(call, leg, answer.error());
   if (engine_failed(answer->status, answer->body)) {
     call.error = leg.node.spec.name + " answered " + std::to_string(answer->status);
+    count_node_error(call, leg.node, NodeErrorKind::kHttp5xx);
     co_return LegResult{LegEnd::kRetry, Outcome::kFailure};
   }
   if (answer->status != 200) {
@@ -141,6 +144,7 @@ Task<LegResult> send_whole(Call& call, Leg& leg, EngineClient& engine, http::Req
   }
   std::string not_completion;  // a converted chat request (chat_bridge.hpp) gets its chat body
   if (!chat_whole_body(call, answer->body, not_completion)) {
+    count_node_error(call, leg.node, NodeErrorKind::kBadResponse);
     co_await answer_error(call, 502, not_completion, RequestOutcome::kUpstreamError,
                           "BadGatewayError");
     co_return LegResult{LegEnd::kDone, Outcome::kFailure};
@@ -170,6 +174,7 @@ Task<LegResult> forward_refusal(Call& call, const Leg& leg, http::ResponseStream
   }
   if (engine_failed(stream.status(), body)) {
     call.error = leg.node.spec.name + " answered " + std::to_string(stream.status());
+    count_node_error(call, leg.node, NodeErrorKind::kHttp5xx);
     co_return LegResult{LegEnd::kRetry, Outcome::kFailure};
   }
   co_return co_await refused(call, leg, stream.status(), stream.headers(), std::move(body));
@@ -198,6 +203,9 @@ Task<LegResult> stream_broke(Call& call, const Leg& leg, const EventCounter& cou
                              std::optional<MigrationCause> cause, std::string error,
                              Outcome node_outcome = Outcome::kFailure) {
   call.error = leg.node.spec.name + ": " + error;
+  if (node_outcome == Outcome::kFailure) {
+    count_node_error(call, leg.node, NodeErrorKind::kStreamBroken);
+  }
   const StreamSplice* splice = call.migration.splice ? &*call.migration.splice : nullptr;
   if (splice && splice->finished()) {
     if (!splice->done_seen()) (void)co_await call.writer.write_chunk("data: [DONE]\n\n");
@@ -266,6 +274,7 @@ Task<LegResult> relay(Call& call, const Leg& leg, http::ResponseStream& stream,
     }
     if (!chat_ok) {
       call.error = chat_error;
+      count_node_error(call, leg.node, NodeErrorKind::kBadResponse);
       call.outcome = RequestOutcome::kStreamError;
       call.stream_open = false;
       (void)co_await call.writer.end_stream();
@@ -372,6 +381,7 @@ Task<LegResult> stream_once(Call& call, Leg& leg, EngineClient& engine, http::Re
   if (!first || !*first) {
     if (!first) co_return engine_call_failed(call, leg, first.error());
     call.error = leg.node.spec.name + " ended the stream before any event";
+    count_node_error(call, leg.node, NodeErrorKind::kStreamBroken);
     co_return LegResult{LegEnd::kRetry, Outcome::kFailure};
   }
   if (call.decode_lease) call.decode_lease->first_token();

@@ -128,6 +128,7 @@ Task<std::optional<PrefillDone>> run_prefill(Call& call) {
     if (!answer || engine_failed(answer->status, answer->body)) {
       call.error = answer ? leg->node.spec.name + " answered " + std::to_string(answer->status)
                           : leg->node.spec.name + ": " + answer.error().to_string();
+      count_engine_failure(call, leg->node, answer);
       call.g.metrics.prefill_errors->inc();
       leg->lease.release(Outcome::kFailure);
       request.tried.push_back(leg->id());
@@ -229,6 +230,7 @@ Task<int> prefill_leg(Call& call, Leg& leg, std::string body, PrefillEnd& end,
   // error stays the decode's.
   if (!answer && co_await leg_cancelled()) co_return 0;
   const bool failed = !answer || engine_failed(answer->status, answer->body);
+  if (failed) count_engine_failure(call, leg.node, answer);
   const bool decode_streams = call.events > events_before;  // this pair's decode, not an earlier
   if (failed && !decode_streams) {
     call.error = answer ? leg.node.spec.name + " answered " + std::to_string(answer->status)

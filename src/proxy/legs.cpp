@@ -9,6 +9,7 @@
 #include <cctype>
 
 #include "call.hpp"
+#include "omni/log/log.hpp"
 
 namespace omni::proxy {
 namespace {
@@ -112,6 +113,17 @@ Task<Result<Placement>> acquire(Gateway::Impl& g, Ticket ticket, Call* client) {
   co_return std::move(*wait->result);
 }
 
+namespace {
+// At debug level, which request a placement's ticket belongs to (the placement's own line,
+// from the scheduler, has the policy's inputs but knows only the ticket).
+void say_leg(const Call& call, bool prefill, const Placement& placement) {
+  static const std::shared_ptr<spdlog::logger> logger = log::get("proxy");
+  if (!logger->should_log(spdlog::level::debug)) return;
+  logger->debug("request {}: {} leg on {} (ticket {})", call.request_id,
+                prefill ? "prefill" : "decode", placement.node, placement.lease.ticket);
+}
+}  // namespace
+
 Task<Result<Leg>> next_leg(Call& call, const LegRequest& wanted) {
   LegRequest request = wanted;
   const bool prefill = request.role == Role::kPrefill;
@@ -128,6 +140,7 @@ Task<Result<Leg>> next_leg(Call& call, const LegRequest& wanted) {
     }
     call.life.mark(prefill ? Stage::kPrefillScheduled : Stage::kDecodeScheduled,
                    call.g.clock.now());
+    say_leg(call, prefill, *placement);
     (prefill ? call.prefill_node : call.decode_node) = placement->node;
     (prefill ? call.entry.prefill_node : call.entry.decode_node)
         .store(placement->lease.node, std::memory_order_relaxed);
@@ -147,6 +160,55 @@ void arm_leg_deadline(const Call& call, LegDeadline& deadline, Duration timeout,
     }
   }
   deadline.expires_after(timeout, std::move(reason));
+}
+
+std::string_view node_error_kind_name(NodeErrorKind kind) noexcept {
+  switch (kind) {
+    case NodeErrorKind::kConnect: return "connect";
+    case NodeErrorKind::kTls: return "tls";
+    case NodeErrorKind::kTimeout: return "timeout";
+    case NodeErrorKind::kHttp5xx: return "http_5xx";
+    case NodeErrorKind::kBadResponse: return "bad_response";
+    case NodeErrorKind::kStreamBroken: return "stream_broken";
+    case NodeErrorKind::kKvTransfer: return "kv_transfer";
+  }
+  return "connect";
+}
+
+std::optional<NodeErrorKind> node_error_of(const Error& error) noexcept {
+  switch (error.code) {
+    case ErrorCode::kCancelled: return std::nullopt;
+    case ErrorCode::kTimeout: return NodeErrorKind::kTimeout;
+    case ErrorCode::kProtocol:
+    case ErrorCode::kTooLarge: return NodeErrorKind::kBadResponse;
+    default: break;
+  }
+  // The HTTP client names the stage that failed ("...: TLS handshake: ...", "tlsv13 alert").
+  const std::string_view message = error.message;
+  if (message.find("TLS") != std::string_view::npos ||
+      message.find("SSL") != std::string_view::npos) {
+    return NodeErrorKind::kTls;
+  }
+  return NodeErrorKind::kConnect;
+}
+
+void count_node_error(const Call& call, const NodeEntry& node, NodeErrorKind kind) {
+  metrics::CounterFamily* family = call.g.metrics.node_errors;
+  if (family == nullptr) return;
+  // A failure is rare next to a request: the family's lookup (a lock) is affordable here.
+  if (auto counter =
+          family->with({role_name(node.spec.role), node.spec.name, node_error_kind_name(kind)})) {
+    (*counter)->inc();
+  }
+}
+
+void count_engine_failure(const Call& call, const NodeEntry& node,
+                          const Result<http::Response>& answer) {
+  if (answer) {
+    count_node_error(call, node, NodeErrorKind::kHttp5xx);
+  } else if (auto kind = node_error_of(answer.error())) {
+    count_node_error(call, node, *kind);
+  }
 }
 
 bool engine_failed(int status, std::string_view body) {

@@ -29,6 +29,35 @@ std::string describe_health_change(const NodeSpec& node, NodeHealth from, NodeHe
                      health_cause_name(cause));
 }
 
+std::string describe_placement(const Ticket& ticket, std::span<const PlacementInput> inputs,
+                               std::size_t chosen) {
+  std::string line =
+      fmt::format("placed ticket {} ({}, {} prompt tokens, attempt {}) on {}; weighed", ticket.id,
+                  role_word(ticket.role), ticket.prompt_tokens, ticket.attempt,
+                  chosen < inputs.size() ? inputs[chosen].node->name : "?");
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const sched::Candidate& c = inputs[i].candidate;
+    fmt::format_to(std::back_inserter(line),
+                   "{} {} {{matched {} tokens, outstanding {} tokens / {} requests, queued prefill "
+                   "{} tokens ({} long), engine running {} waiting {} kv {:.0f}%",
+                   i == 0 ? "" : ",", inputs[i].node->name, c.matched_tokens, c.outstanding_tokens,
+                   c.outstanding_requests, c.queued_prefill_tokens, c.queued_long_prefills,
+                   c.running, c.waiting, 100.0 * c.kv_usage);
+    if (c.kv_transfer_seconds > 0) {
+      fmt::format_to(std::back_inserter(line), ", kv transfer {:.3f}s", c.kv_transfer_seconds);
+    }
+    line += "}";
+  }
+  return line;
+}
+
+bool NodeEventLog::wants_placements() const { return logger_->should_log(spdlog::level::debug); }
+
+void NodeEventLog::on_placement(const Ticket& ticket, std::span<const PlacementInput> inputs,
+                                std::size_t chosen) {
+  logger_->debug("{}", describe_placement(ticket, inputs, chosen));
+}
+
 void NodeEventLog::on_health_change(const NodeSpec& node, NodeHealth from, NodeHealth to,
                                     HealthCause cause, Duration for_how_long) {
   const std::string line = describe_health_change(node, from, to, cause, for_how_long);

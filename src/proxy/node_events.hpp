@@ -15,10 +15,16 @@
 #include <utility>
 
 #include "omni/common/clock.hpp"
+#include "omni/log/log.hpp"
 #include "omni/metrics/metrics.hpp"
 #include "omni/proxy/scheduler.hpp"
 
 namespace omni::proxy {
+
+// The debug line of a placement: "placed ticket 7 (decode, 412 prompt tokens, attempt 1) on
+// B; weighed A {matched 0, outstanding 1200 tokens / 2 requests, ...}, B {...}".
+std::string describe_placement(const Ticket& ticket, std::span<const PlacementInput> inputs,
+                               std::size_t chosen);
 
 // The log line of a health change: "node 10.0.0.1:8000 (prefill) ejected for 5s: consecutive
 // failed requests".
@@ -38,7 +44,7 @@ Result<NodeMetricFamilies> register_node_metrics(metrics::Registry& registry);
 // latency histogram; prefix lookups passed on to `next`. Called on the scheduler thread only.
 class NodeEventLog final : public SchedulerObserver {
  public:
-  explicit NodeEventLog(SchedulerObserver& next) : next_(next) {}
+  explicit NodeEventLog(SchedulerObserver& next) : next_(next), logger_(log::get("proxy")) {}
   void bind(NodeMetricFamilies families) noexcept { families_ = families; }
   void on_prefix_lookup(std::uint32_t matched_tokens) override {
     next_.on_prefix_lookup(matched_tokens);
@@ -46,6 +52,10 @@ class NodeEventLog final : public SchedulerObserver {
   void on_health_change(const NodeSpec& node, NodeHealth from, NodeHealth to, HealthCause cause,
                         Duration for_how_long) override;
   void on_release(const NodeSpec& node, Outcome outcome, Duration held) override;
+  // At debug level: one line per placement with the policy's inputs for every candidate.
+  bool wants_placements() const override;
+  void on_placement(const Ticket& ticket, std::span<const PlacementInput> inputs,
+                    std::size_t chosen) override;
 
  private:
   // One node's series, looked up in the families once (a family lookup takes a lock and builds
@@ -57,6 +67,8 @@ class NodeEventLog final : public SchedulerObserver {
   NodeSeries* series(const NodeSpec& node);
 
   SchedulerObserver& next_;
+  // Held: wants_placements() asks its level on every placement (log::get takes a lock).
+  std::shared_ptr<spdlog::logger> logger_;
   NodeMetricFamilies families_;
   std::map<std::pair<std::string, Role>, NodeSeries> series_;
 };

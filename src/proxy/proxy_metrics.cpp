@@ -142,6 +142,15 @@ Result<ProxyMetrics> ProxyMetrics::create(metrics::Registry& registry) {
                                         {"reason"});
   if (!not_converted) return std::move(not_converted).error();
   m.chat_not_converted = *not_converted;
+  auto node_errors = registry.counter(
+      "omni_proxy_node_errors_total",
+      "Engine failures on each node, by kind: connect (refused, reset, unreachable), tls "
+      "(handshake or certificate), timeout, http_5xx (an answer that says the engine failed), "
+      "bad_response (malformed or not what was asked), stream_broken (a stream cut or ended "
+      "with an error event), kv_transfer (a decode could not load the prefill's KV).",
+      {"pool", "node", "kind"});
+  if (!node_errors) return std::move(node_errors).error();
+  m.node_errors = *node_errors;
   auto migrations = registry.counter(
       "omni_proxy_migrations_total",
       "Decode streams continued on another engine after part of the answer reached the client, "

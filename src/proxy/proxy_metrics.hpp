@@ -93,6 +93,8 @@ struct ProxyMetrics {
   metrics::CounterFamily* fleet_dropped = nullptr;
   // Client-supplied PD fields (kv_transfer_params, bootstrap_*) stripped or refused.
   metrics::CounterFamily* client_pd_fields = nullptr;
+  // Engine failures by node and kind (count_node_error in call.hpp): {pool, node, kind}.
+  metrics::CounterFamily* node_errors = nullptr;
   // Shared: the array of children is large and its address is taken by the hooks.
   std::shared_ptr<ResponseCounter> responses;
 

@@ -274,6 +274,13 @@ Scheduler::Placed Scheduler::place(Waiting& waiting, TimePoint now, Lease& lease
     waiting.held = false;
     --decodes_held_now_;
   }
+  if (options_.observer && options_.observer->wants_placements()) {
+    placement_inputs_.clear();
+    for (const sched::Candidate& candidate : candidates_) {
+      placement_inputs_.push_back({&find(candidate.instance)->status.spec, candidate});
+    }
+    options_.observer->on_placement(ticket, placement_inputs_, *chosen);
+  }
   const std::uint32_t matched = candidates_[*chosen].matched_tokens;
   lease = dispatch(*find(candidates_[*chosen].instance), ticket, matched, now);
   if (looked_up) {

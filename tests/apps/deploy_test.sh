@@ -47,8 +47,12 @@ wait_for "$work/engine.port" . "$!"
 "$engine" --port-file "$work/sick.port" --unhealthy >"$work/sick.log" 2>&1 &
 pids+=($!)
 wait_for "$work/sick.port" . "$!"
+# One that answers 503: its errors are counted per node and kind (it always passes its probe).
+"$engine" --port-file "$work/failing.port" --fail-status 503 >"$work/failing.log" 2>&1 &
+pids+=($!)
+wait_for "$work/failing.port" . "$!"
 "$proxy" --listen-port 0 --pd-mode aggregated --health-interval 100ms \
-  --decode-endpoints "127.0.0.1:$(cat "$work/engine.port"),127.0.0.1:$(cat "$work/sick.port")" \
+  --decode-endpoints "127.0.0.1:$(cat "$work/engine.port"),127.0.0.1:$(cat "$work/sick.port"),127.0.0.1:$(cat "$work/failing.port")" \
   >"$work/proxy.log" 2>&1 &
 pids+=($!)
 wait_for "$work/proxy.log" "listening on http://" "$!"
@@ -59,9 +63,11 @@ pids+=($!)
 wait_for "$work/sim.log" "omni-sim listening on" "$!"
 sim_at=$(sed -n 's/.*omni-sim listening on \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$work/sim.log" | head -1)
 for at in "$proxy_at" "$sim_at"; do
-  status=$(curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' \
-    --data-binary '{"prompt":"Hello","max_tokens":4}' "http://$at/v1/completions")
-  [ "$status" = 200 ] || fail "$at: /v1/completions answered $status"
+  for _ in 1 2 3 4; do  # the proxy alternates between its two usable nodes, retrying the 503s
+    status=$(curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' \
+      --data-binary '{"prompt":"Hello","max_tokens":4}' "http://$at/v1/completions")
+    [ "$status" = 200 ] || fail "$at: /v1/completions answered $status"
+  done
   curl -sf "http://$at/metrics" >>"$work/exported.txt" || fail "$at: /metrics"
 done
 awk '$1 == "#" && $2 == "TYPE" { print $3 }' "$work/exported.txt" | sort -u >"$work/families.txt"

@@ -30,6 +30,31 @@ TEST(DescribeHealthChange, SaysWhichNodeWhatAndWhy) {
             "node d:1 (decode) down: its /health probe failed");
 }
 
+TEST(DescribePlacement, NamesTheChoiceAndEveryCandidatesInputs) {
+  const NodeSpec a{"10.0.0.1:8000", Role::kDecode, ""};
+  const NodeSpec b{"10.0.0.2:8000", Role::kDecode, ""};
+  Ticket ticket;
+  ticket.id = 7;
+  ticket.role = Role::kDecode;
+  ticket.prompt_tokens = 412;
+  ticket.attempt = 1;
+  sched::Candidate busy;
+  busy.outstanding_tokens = 1200;
+  busy.outstanding_requests = 2;
+  busy.running = 3;
+  busy.kv_usage = 0.5;
+  sched::Candidate cached;
+  cached.matched_tokens = 256;
+  cached.kv_transfer_seconds = 0.002;
+  const std::vector<PlacementInput> inputs{{&a, busy}, {&b, cached}};
+  EXPECT_EQ(describe_placement(ticket, inputs, 1),
+            "placed ticket 7 (decode, 412 prompt tokens, attempt 1) on 10.0.0.2:8000; weighed "
+            "10.0.0.1:8000 {matched 0 tokens, outstanding 1200 tokens / 2 requests, queued "
+            "prefill 0 tokens (0 long), engine running 3 waiting 0 kv 50%}, 10.0.0.2:8000 "
+            "{matched 256 tokens, outstanding 0 tokens / 0 requests, queued prefill 0 tokens (0 "
+            "long), engine running 0 waiting 0 kv 0%, kv transfer 0.002s}");
+}
+
 TEST(ThrottledEvents, OneLineAKindAnIntervalWithTheCountHeldBack) {
   ThrottledEvents events(seconds(10));
   const TimePoint t0{};

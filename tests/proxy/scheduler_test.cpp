@@ -266,6 +266,45 @@ TEST_F(ProxySchedulerTest, TheObserverHearsEveryHealthChangeWithItsCause) {
   EXPECT_EQ(changes.seen[3].cause, C::kCoolDownOver);
 }
 
+// The policy's inputs reach an observer that asks for them (the live proxy at debug level),
+// with the candidate chosen; one that does not ask is never handed them.
+struct Placements final : SchedulerObserver {
+  bool wanted = true;
+  struct Seen {
+    std::uint64_t ticket;
+    std::vector<std::pair<std::string, std::uint64_t>> outstanding;  // node, tokens
+    std::size_t chosen;
+  };
+  std::vector<Seen> seen;
+  void on_prefix_lookup(std::uint32_t) override {}
+  bool wants_placements() const override { return wanted; }
+  void on_placement(const Ticket& ticket, std::span<const PlacementInput> inputs,
+                    std::size_t chosen) override {
+    Seen one{ticket.id, {}, chosen};
+    for (const PlacementInput& input : inputs) {
+      one.outstanding.emplace_back(input.node->name, input.candidate.outstanding_tokens);
+    }
+    seen.push_back(std::move(one));
+  }
+};
+
+TEST_F(ProxySchedulerTest, AnObserverThatAsksSeesEachPlacementsInputs) {
+  Placements placements;
+  SchedulerOptions options;
+  options.observer = &placements;
+  make(options);
+  EXPECT_EQ(place(ticket(1, Role::kPrefill, 100)), "p0");
+  EXPECT_EQ(place(ticket(2, Role::kPrefill, 50)), "p1");
+  ASSERT_EQ(placements.seen.size(), 2u);
+  EXPECT_EQ(placements.seen[1].ticket, 2u);
+  using Pairs = std::vector<std::pair<std::string, std::uint64_t>>;
+  EXPECT_EQ(placements.seen[1].outstanding, (Pairs{{"p0", 100}, {"p1", 0}}));  // before dispatch
+  EXPECT_EQ(placements.seen[1].outstanding[placements.seen[1].chosen].first, "p1");
+  placements.wanted = false;
+  EXPECT_EQ(place(ticket(3, Role::kPrefill, 10)), "p1");
+  EXPECT_EQ(placements.seen.size(), 2u);
+}
+
 TEST_F(ProxySchedulerTest, NeutralOutcomesDoNotCountAgainstANode) {
   SchedulerOptions options;
   options.failures_to_eject = 1;

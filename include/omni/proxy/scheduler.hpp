@@ -92,6 +92,13 @@ class LoadObserver {
 
 enum class NodeHealth : int;  // below
 enum class Outcome : int;     // below
+struct Ticket;                // below
+
+// One candidate of a placement as the policy saw it, with the node it stands for.
+struct PlacementInput {
+  const NodeSpec* node = nullptr;
+  sched::Candidate candidate;
+};
 
 // Why a node's health changed (HealthCause names it in logs).
 enum class HealthCause {
@@ -117,6 +124,11 @@ class SchedulerObserver {
                                 HealthCause /*cause*/, Duration /*for_how_long*/) {}
   // A lease on `node` was released after `held` (dispatch to release), with its outcome.
   virtual void on_release(const NodeSpec& /*node*/, Outcome /*outcome*/, Duration /*held*/) {}
+  // A ticket was placed: every candidate the policy weighed (its inputs) and the one chosen.
+  // Costly to gather, so only while wants_placements() (the live proxy: at debug log level).
+  virtual bool wants_placements() const { return false; }
+  virtual void on_placement(const Ticket& /*ticket*/, std::span<const PlacementInput> /*inputs*/,
+                            std::size_t /*chosen*/) {}
 };
 
 // Seconds to move a prompt's KV from a prefill node to a decode node. Called in the core's
@@ -373,8 +385,9 @@ class Scheduler {
   std::vector<Node> nodes_;
   std::uint32_t next_id_ = 0;
   std::deque<Waiting> queue_;
-  std::vector<std::int32_t> slot_of_id_;      // node id → index in nodes_ (-1: gone)
-  std::vector<sched::Candidate> candidates_;  // reused per placement
+  std::vector<std::int32_t> slot_of_id_;          // node id → index in nodes_ (-1: gone)
+  std::vector<sched::Candidate> candidates_;      // reused per placement
+  std::vector<PlacementInput> placement_inputs_;  // for the observer, only when it wants them
   std::uint64_t decode_holds_ = 0;
   std::uint64_t decode_hold_timeouts_ = 0;
   std::size_t decodes_held_now_ = 0;  // decode legs waiting after a policy hold

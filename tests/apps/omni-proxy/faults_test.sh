@@ -38,7 +38,7 @@ echo "[$SECONDS s] step 2" >&2
 start_engine good
 start_engine bad --fail-status 503
 start_proxy retry --pd-mode aggregated --decode-endpoints "127.0.0.1:$PORT_bad,127.0.0.1:$PORT_good" \
-  --health-failures-to-eject 2 --health-interval 0s
+  --health-failures-to-eject 2 --health-interval 0s --log-level debug
 for i in $(seq 6); do
   expect_status 200 "$(post /v1/completions '{"prompt":"x","max_tokens":2,"stream":true}')" "retry $i"
 done
@@ -54,9 +54,18 @@ grep -q "warning proxy: node 127.0.0.1:$PORT_bad (decode) ejected for 5s: consec
   "$work/retry.log" || fail "the ejection must be logged with its reason"
 [ "$(grep -c "requests retried on another node" "$work/retry.log")" -eq 1 ] \
   || fail "two retries within the interval must make one log line"
+# At debug level, each decision with its inputs, and which request it was for.
+grep -qE "debug proxy: placed ticket [0-9]+ \(decode, [0-9]+ prompt tokens, attempt 0\) on 127.0.0.1:$PORT_bad; weighed 127.0.0.1:$PORT_bad \{matched 0 tokens, outstanding 0 tokens / 0 requests" \
+  "$work/retry.log" || fail "debug level must log each placement's inputs: $(grep -m3 placed "$work/retry.log")"
+grep -qE "debug proxy: request [0-9a-f]+: decode leg on 127.0.0.1:$PORT_good \(ticket [0-9]+\)" "$work/retry.log" \
+  || fail "debug level must say which request a placement was for"
 get /metrics >/dev/null
 grep -q "omni_proxy_node_health_changes_total{node=\"127.0.0.1:$PORT_bad\",to=\"ejected\"} 1" "$work/body" \
   || fail "the ejection must be counted per node"
+grep -q "omni_proxy_node_errors_total{pool=\"decode\",node=\"127.0.0.1:$PORT_bad\",kind=\"http_5xx\"} 2" "$work/body" \
+  || fail "the node's 503s must be counted by kind: $(grep node_errors "$work/body")"
+grep -q "omni_proxy_node_errors_total{[^}]*node=\"127.0.0.1:$PORT_good\"" "$work/body" \
+  && fail "the healthy node must have no errors counted"
 stop_pid "$PID_retry"
 stop_pid "$PID_bad"
 
@@ -110,6 +119,13 @@ curl -sN -H 'Content-Type: application/json' --data '{"prompt":"x","max_tokens":
 grep -q '^data: {"error": {"message": ' "$work/cut.txt" || { cat "$work/cut.txt"; fail "no error event"; }
 tail -2 "$work/cut.txt" | grep -q '^data: \[DONE\]' || fail "no [DONE] after the error event"
 jq -e '.outcome == "stream_error"' "$work/dying.access.jsonl" >/dev/null || fail "outcome not stream_error"
+# The cut is counted as the node's; the engine is gone now, so the next call cannot connect.
+post /v1/completions '{"prompt":"x","max_tokens":2}' >/dev/null
+get /metrics >/dev/null
+grep -q "omni_proxy_node_errors_total{pool=\"decode\",node=\"127.0.0.1:$PORT_dying\",kind=\"stream_broken\"} 1" "$work/body" \
+  || fail "a cut stream must be counted as stream_broken: $(grep node_errors "$work/body")"
+grep -q "omni_proxy_node_errors_total{pool=\"decode\",node=\"127.0.0.1:$PORT_dying\",kind=\"connect\"} [1-9]" "$work/body" \
+  || fail "a refused connection must be counted as connect: $(grep node_errors "$work/body")"
 stop_pid "$PID_dying"
 
 echo "[$SECONDS s] step 4" >&2
