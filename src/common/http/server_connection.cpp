@@ -33,6 +33,15 @@ std::string describe(const Connection::Socket& socket) {
   return host + ":" + std::to_string(endpoint.port());
 }
 
+// A TLS record header opening a handshake: content type 22, protocol major version 3. No HTTP
+// request starts with byte 0x16.
+template <class Buffer>
+bool looks_like_tls(const Buffer& buffer) {
+  if (buffer.size() < 2) return false;
+  const auto* bytes = static_cast<const unsigned char*>(buffer.data().data());
+  return bytes[0] == 0x16 && bytes[1] == 0x03;
+}
+
 bool is_disconnect(const error_code& ec) {
   return ec == http::error::end_of_stream || ec == http::error::need_more ||
          ec == http::error::partial_message || ec == asio::error::eof ||
@@ -171,6 +180,14 @@ Task<Connection::ReadResult> Connection::read_head(bool first) {
       co_return ReadResult::kClosed;  // idle, shed, closed or stopped between requests
     }
     buffer_.commit(n);
+    if (!started && !tls_ && looks_like_tls(buffer_)) {
+      // A TLS client on a plain port: an HTTP answer would be garbage to it. Close, and say why.
+      leave_idle();
+      clear_deadline();
+      core_.counters.bad_requests.fetch_add(1, std::memory_order_relaxed);
+      report_refused(0, "a TLS handshake sent to a plain HTTP port");
+      co_return ReadResult::kClosed;
+    }
     if (!started) {
       started = true;
       leave_idle();
