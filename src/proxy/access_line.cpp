@@ -26,6 +26,9 @@ std::string access_line(const Call& call, Duration e2e) {
   line["stream"] = call.info.stream;
   line["prompt_tokens_estimate"] = call.info.prompt_tokens;
   line["max_tokens"] = call.info.max_tokens;
+  line["band"] = call.band_name;
+  line["priority"] = call.traffic.priority;
+  if (!call.tenant_name.empty()) line["tenant"] = call.tenant_name;
   line["output_events"] = call.life.output_tokens();
   line["prefill_node"] = call.prefill_node;
   line["decode_node"] = call.decode_node;
@@ -191,6 +194,20 @@ void say_request_events(const Call& call) {
 void finish_call(Call& call) {
   Gateway::Impl& g = call.g;
   call.life.mark(Stage::kDone, g.clock.now());
+  if (call.tenant_slot) {
+    // A streamed answer's tokens are its events; a whole answer is charged its max_tokens bound
+    // (the proxy does not parse the engine's usage), nothing when it failed.
+    const std::uint64_t completion = call.info.stream ? call.life.output_tokens()
+                                     : call.outcome == RequestOutcome::kSuccess
+                                         ? call.info.max_tokens
+                                         : 0;
+    call.tenant_slot->finish(completion);
+  }
+  if (!call.band_name.empty()) {
+    if (auto child = g.metrics.class_requests->with({call.band_name, call.tenant_name})) {
+      (*child)->inc();
+    }
+  }
   const Duration e2e = *call.life.at(Stage::kDone) - *call.life.at(Stage::kReceived);
   const auto route = static_cast<std::size_t>(
       call.api == Api::kCompletions ? RouteId::kCompletions : RouteId::kChatCompletions);

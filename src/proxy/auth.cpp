@@ -87,12 +87,23 @@ Credentials::Credentials(const std::vector<std::string>& secrets) {
 }
 
 bool Credentials::accepts(std::string_view token) const noexcept {
+  return match(token).has_value();
+}
+
+std::optional<std::size_t> Credentials::match(std::string_view token) const noexcept {
   const auto candidate = digest_of(token);
-  int matches = 0;
-  for (const auto& digest : digests_) {
-    matches |= CRYPTO_memcmp(candidate.data(), digest.data(), digest.size()) == 0 ? 1 : 0;
+  // Every digest is compared, and the matching index is selected without a branch on the
+  // comparison, so the time depends on neither whether nor where a key matched.
+  std::size_t found = 0;
+  std::size_t any = 0;
+  for (std::size_t i = 0; i < digests_.size(); ++i) {
+    const auto equal = static_cast<std::size_t>(
+        CRYPTO_memcmp(candidate.data(), digests_[i].data(), digests_[i].size()) == 0);
+    found |= (i + 1) & (std::size_t{0} - equal);
+    any |= equal;
   }
-  return matches != 0;
+  if (any == 0) return std::nullopt;
+  return found - 1;
 }
 
 std::optional<std::string_view> bearer_token(const http::Headers& headers) {

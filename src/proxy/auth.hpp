@@ -42,6 +42,8 @@ class Credentials {
   explicit Credentials(const std::vector<std::string>& secrets);
   bool empty() const noexcept { return digests_.empty(); }
   bool accepts(std::string_view token) const noexcept;
+  // Which secret (its index in the constructor's list) the token is; constant time.
+  std::optional<std::size_t> match(std::string_view token) const noexcept;
 
  private:
   std::vector<std::array<unsigned char, 32>> digests_;

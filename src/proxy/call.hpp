@@ -56,6 +56,26 @@ class LeaseGuard {
   Lease lease_;
 };
 
+// A tenant's admission (tenant_limits.hpp): its slot is given back exactly once, with the
+// completion tokens its answer used, by finish() or (0 tokens) when destroyed first.
+class TenantSlot {
+ public:
+  TenantSlot(Gateway::Impl& g, std::uint32_t tenant) : g_(&g), tenant_(tenant) {}
+  TenantSlot(const TenantSlot&) = delete;
+  TenantSlot& operator=(const TenantSlot&) = delete;
+  ~TenantSlot() { finish(0); }
+  void finish(std::uint64_t completion_tokens) {
+    if (g_ == nullptr) return;
+    Gateway::Impl& g = *std::exchange(g_, nullptr);
+    std::lock_guard lock(g.tenants.mu);
+    g.tenants.limiter.finish(tenant_, completion_tokens, g.clock.now());
+  }
+
+ private:
+  Gateway::Impl* g_;
+  std::uint32_t tenant_;
+};
+
 // Mid-stream migration (omni/proxy/migration.hpp) of one streamed request.
 struct MigrationState {
   // Follows the stream the client receives; absent when the request is not streamed, cannot be
@@ -127,6 +147,12 @@ struct Call {
   bool stream_open = false;
   std::uint64_t bytes_in = 0;  // the client's body as received
   MigrationState migration;
+  // Its traffic class (traffic_rules.hpp) and names for logs and metrics.
+  RequestClass traffic;
+  std::string tenant_name;
+  std::string band_name;
+  std::optional<TenantSlot> tenant_slot;
+  std::uint64_t retry_after_s = 1;  // a 429's Retry-After
 
   EngineClient& engine(const boost::asio::any_io_executor& executor, Role role) const {
     return g.engine_clients(executor, role);

@@ -69,6 +69,100 @@ void describe_node(config::Schema<NodeConfig>& s) {
       .non_empty();
 }
 
+void describe_band(config::Schema<BandSpec>& s) {
+  s.field("name", &BandSpec::name, "The band's name (metrics, logs, errors)").non_empty();
+  s.field("max_priority", &BandSpec::max_priority,
+          "Requests with a priority up to this (and above the previous band's) land here; the "
+          "last band takes every larger priority");
+  s.field("weight", &BandSpec::weight, "band_order weighted: its share of placements").min(0.001);
+  s.field("sheddable", &BandSpec::sheddable,
+          "Given up first under overload: evicted from a full queue for a more urgent request, "
+          "refused past max_waiting, 429 past its queue_timeout");
+  s.field("queue_timeout", &BandSpec::queue_timeout,
+          "Longest wait of its requests; 0s: timeouts.queue");
+  s.field("max_waiting", &BandSpec::max_waiting,
+          "Sheddable bands: at most this many of its requests wait (429 beyond); 0: no bound");
+}
+
+void describe_tenant(config::Schema<TenantConfig>& s) {
+  using C = TenantConfig;
+  s.field("name", &C::name, "The tenant's name (metrics, access log)").non_empty();
+  s.field("api_keys_file", &C::api_keys_file,
+          "Its clients' keys, one per line (also accepted as API keys); re-read on reload")
+      .non_empty();
+  s.field("weight", &C::weight, "Its share against the other tenants of a band").min(0.001);
+  s.field("default_priority", &C::default_priority, "Priority of its requests that name none");
+  s.field("min_priority", &C::min_priority,
+          "The most urgent priority it may ask for (lower values are clamped to it)");
+  s.field("max_concurrency", &C::max_concurrency, "Its requests in flight at once; 0: no limit");
+  s.field("tokens_per_second", &C::tokens_per_second,
+          "Token bucket over prompt + completion tokens: average rate; 0: no limit")
+      .min(0.0);
+  s.field("burst_tokens", &C::burst_tokens,
+          "The bucket's size (default: 10 s of tokens_per_second)")
+      .min(0.0);
+}
+
+void describe_traffic(config::Schema<TrafficConfig>& s) {
+  using C = TrafficConfig;
+  s.list("bands", &C::bands, "Priority bands, most urgent first (YAML only)", describe_band);
+  s.field("band_order", &C::band_order,
+          "strict: a more urgent band always goes first; weighted: bands share placements by "
+          "weight")
+      .choices({{"strict", BandOrder::kStrict}, {"weighted", BandOrder::kWeighted}});
+  s.field("aging", &C::aging, "A waiting request rises one band per this wait; 0s: never");
+  s.field("default_priority", &C::default_priority,
+          "Priority of requests without a tenant that name none");
+  s.field("min_priority", &C::min_priority,
+          "The most urgent priority a request without a tenant may ask for (clamped)");
+  s.field("priority_header", &C::priority_header,
+          "Request header that may carry the priority (wins over the body's field)")
+      .non_empty();
+  s.list("tenants", &C::tenants, "Tenants, by their clients' keys (YAML only)", describe_tenant);
+}
+
+Status valid_traffic(const TrafficConfig& t) {
+  for (std::size_t i = 0; i < t.bands.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (t.bands[j].name == t.bands[i].name) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "traffic.bands: two bands are named '" + t.bands[i].name + "'");
+      }
+    }
+    if (i > 0 && t.bands[i].max_priority <= t.bands[i - 1].max_priority) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "traffic.bands: max_priority must grow from band to band ('" +
+                            t.bands[i].name + "' after '" + t.bands[i - 1].name + "')");
+    }
+  }
+  if (t.bands.size() > 16) {
+    return make_error(ErrorCode::kInvalidArgument, "traffic.bands: at most 16 bands");
+  }
+  for (std::size_t i = 0; i < t.tenants.size(); ++i) {
+    const TenantConfig& tenant = t.tenants[i];
+    for (std::size_t j = 0; j < i; ++j) {
+      if (t.tenants[j].name == tenant.name) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "traffic.tenants: two tenants are named '" + tenant.name + "'");
+      }
+    }
+    if (!tenant.api_keys_file) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "traffic.tenants: '" + tenant.name + "' needs an api_keys_file");
+    }
+    if (tenant.default_priority < tenant.min_priority) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "traffic.tenants: '" + tenant.name +
+                            "' has a default_priority more urgent than its min_priority");
+    }
+  }
+  if (t.default_priority < t.min_priority) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "traffic: default_priority is more urgent than min_priority");
+  }
+  return {};
+}
+
 void describe_limits(config::Schema<LimitsConfig>& s) {
   using C = LimitsConfig;
   s.bytes("max_body_bytes", &C::max_body_bytes, "Largest request body (413 beyond)").min(1024);
@@ -266,6 +360,7 @@ void describe(config::Schema<ProxyConfig>& s) {
       .range(0, 8);
   s.section("health", &C::health, describe_health);
   s.section("fleet", &C::fleet, describe_fleet);
+  s.section("traffic", &C::traffic, describe_traffic);
   s.field("api_keys", &C::api_keys,
           "Accepted client keys (Authorization: Bearer); none: open. Prefer api_keys_file or "
           "$OMNI_API_KEYS: flags show in ps")
@@ -333,6 +428,7 @@ void describe(config::Schema<ProxyConfig>& s) {
   s.field("access_log", &C::access_log, "One JSON line per request to this file (\"-\": stdout)")
       .non_empty();
   s.section("log", &C::log, config::describe_log);
+  s.check([](const ProxyConfig& c) -> Status { return valid_traffic(c.traffic); });
   s.check([](const ProxyConfig& c) -> Status {
     const bool no_decode = c.decode_endpoints.empty() && c.decode_nodes.empty();
     const bool no_prefill = c.prefill_endpoints.empty() && c.prefill_nodes.empty();

@@ -515,6 +515,43 @@ Task<void> run_with_migration(Call& call) {
   co_await end_open_stream(call);
 }
 
+// The request's traffic class: its tenant (by its key), priority and band; a tenant over one of
+// its limits is refused here with 429 and a Retry-After from its token bucket. False: answered.
+Task<bool> classify_traffic(Call& call) {
+  const std::shared_ptr<const Gateway::Impl::Authority> authority = call.g.authority.load();
+  const TrafficRules& rules = authority->traffic;
+  auto classified = rules.classify(call.request.headers, call.info.priority);
+  if (!classified) {
+    co_await answer_error(call, 400, classified.error().message, RequestOutcome::kClientError,
+                          "BadRequestError", "priority");
+    co_return false;
+  }
+  call.traffic = *classified;
+  call.tenant_name = rules.tenant_name(call.traffic.tenant);
+  call.band_name = rules.band_name(call.traffic.band);
+  if (call.traffic.clamped) {
+    if (auto child = call.g.metrics.priority_clamped->with({call.tenant_name})) (*child)->inc();
+  }
+  if (call.traffic.tenant == 0) co_return true;
+  std::optional<TenantRefusal> refusal;
+  {
+    std::lock_guard lock(call.g.tenants.mu);
+    refusal = call.g.tenants.limiter.admit(call.traffic.tenant, call.info.prompt_tokens,
+                                           call.g.clock.now());
+  }
+  if (refusal) {
+    if (auto child = call.g.metrics.tenant_rejected->with({call.tenant_name, refusal->reason})) {
+      (*child)->inc();
+    }
+    const auto seconds = std::chrono::ceil<std::chrono::seconds>(refusal->retry_after).count();
+    call.retry_after_s = static_cast<std::uint64_t>(std::max<std::int64_t>(seconds, 1));
+    co_await answer_error(call, 429, refusal->message, RequestOutcome::kRejected, "RateLimitError");
+    co_return false;
+  }
+  call.tenant_slot.emplace(call.g, call.traffic.tenant);
+  co_return true;
+}
+
 Task<void> serve(Call& call) {
   co_await asio::this_coro::throw_if_cancelled(false);
   ChatBridge chat;  // --chat-to-completions; the legs reach it through call.entry.chat
@@ -529,6 +566,7 @@ Task<void> serve(Call& call) {
   if (!co_await take_proxy_owned_fields(call)) co_return;
   if (!chat.begin(call)) read_prompt(call);  // a converted chat request has its ids already
   bound_max_tokens(call);
+  if (!co_await classify_traffic(call)) co_return;
   // The body is final now: cut it into members once; every leg rebuilds its body from them.
   call.members = detail::scan_valid_object(call.request.body);
   arm_migration(call);

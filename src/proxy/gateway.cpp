@@ -13,6 +13,14 @@
 namespace omni::proxy {
 namespace {
 
+TrafficOptions traffic_options(const TrafficConfig& c) {
+  TrafficOptions o;
+  o.bands = c.bands;
+  o.order = c.band_order;
+  o.aging = c.aging;
+  return o;
+}
+
 SchedulerOptions scheduler_options(const ProxyConfig& c) {
   SchedulerOptions o;
   o.queue_capacity = c.limits.queue_capacity;
@@ -28,6 +36,7 @@ SchedulerOptions scheduler_options(const ProxyConfig& c) {
   o.prefix.predicted_ttl = c.prefix_index.predicted_ttl;
   o.prefix.stale_after = c.prefix_index.stale_after;
   o.prefix.max_entries = c.prefix_index.max_entries;
+  o.traffic = traffic_options(c.traffic);
   return o;
 }
 
@@ -408,7 +417,7 @@ Result<std::unique_ptr<Gateway::Impl>> make_gateway_impl(ProxyConfig config, con
   options.observer = &impl->node_events;
   auto node_metrics = register_node_metrics(impl->registry);
   if (!node_metrics) return std::move(node_metrics).error();
-  impl->node_events.bind(*node_metrics);
+  impl->node_events.bind(*node_metrics, impl->config.traffic.bands);
   if (Status s = export_process_metrics(impl->registry); !s) return std::move(s).error();
   if (impl->config.fleet.nats_url) {
     impl->fleet = std::make_unique<FleetSync>(
@@ -447,8 +456,18 @@ Result<std::unique_ptr<Gateway::Impl>> make_gateway_impl(ProxyConfig config, con
 Status install_credentials(Gateway::Impl& g, const ProxyConfig& config) {
   auto secrets = load_secrets(config, process_environment());
   if (!secrets) return std::move(secrets).error();
+  auto traffic = TrafficRules::load(config.traffic);
+  if (!traffic) return std::move(traffic).error();
   auto authority = std::make_shared<Gateway::Impl::Authority>();
-  authority->access.api_keys = Credentials(secrets->api_keys);
+  // A tenant's keys are client keys too.
+  std::vector<std::string> keys = secrets->api_keys;
+  keys.insert(keys.end(), traffic->keys().begin(), traffic->keys().end());
+  authority->access.api_keys = Credentials(keys);
+  {
+    std::lock_guard lock(g.tenants.mu);
+    g.tenants.limiter.configure(traffic->limits(), g.clock.now());
+  }
+  authority->traffic = std::move(*traffic);
   if (secrets->admin_token) authority->access.admin = Credentials({*secrets->admin_token});
   authority->access.admin_listener = config.admin_listen.has_value();
   if (secrets->engine_api_key)
@@ -551,6 +570,11 @@ Status Gateway::reload(const ProxyConfig& config) {
   }
   impl_->directory.replace(merged);
   impl_->dispatcher->set_nodes(specs_of(entries));
+  (void)impl_->dispatcher->post(
+      [impl = impl_.get(), traffic = config.traffic](Scheduler& scheduler) {
+        scheduler.set_traffic(traffic_options(traffic));
+        impl->node_events.set_bands(traffic.bands);
+      });
   if (Status s = impl_->kv_feeds->follow(entries); !s) {
     log::get("proxy")->error("reload: {}", s.error().message);
   }

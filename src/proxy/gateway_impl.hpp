@@ -30,6 +30,7 @@
 #include "prompt.hpp"
 #include "proxy_metrics.hpp"
 #include "recent_decisions.hpp"
+#include "traffic_rules.hpp"
 
 namespace omni::proxy {
 
@@ -125,6 +126,7 @@ struct Gateway::Impl {
   struct Authority {
     AccessRules access;
     std::string engine_authorization;  // "Bearer <key>", or empty: none sent
+    TrafficRules traffic;              // tenants by key, priorities and bands
   };
   std::atomic<std::shared_ptr<const Authority>> authority;
   SteadyClock steady_clock;
@@ -141,7 +143,12 @@ struct Gateway::Impl {
   NodeEventLog node_events{prefix_lookups};  // the Scheduler's observer (passes lookups on)
   ThrottledEvents request_events;            // failures, retries, migrations: one line a kind
   RecentDecisions decisions;                 // /admin/decisions and the status page
-  std::unique_ptr<KvEventFeeds> kv_feeds;    // engines' KV events into the prefix index
+  // Per-tenant limits (tenant_limits.hpp), shared by every I/O thread; reconfigured on reload.
+  struct TenantGate {
+    std::mutex mu;
+    TenantLimiter limiter;
+  } tenants;
+  std::unique_ptr<KvEventFeeds> kv_feeds;  // engines' KV events into the prefix index
   NodeDirectory directory;
   DrainDeadlines drains;
   ModelCatalog models;  // each engine's /v1/models (the health checker keeps it)

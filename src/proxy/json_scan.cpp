@@ -239,6 +239,14 @@ class RequestScan : public AcceptAll<RequestScan> {
       set_kind(target, Kind::kInt);
       return;
     }
+    if (target == Target::kPriority) {
+      // Negative values arrive as their two's complement; above int64's range is out of range.
+      const auto signed_value = static_cast<std::int64_t>(value);
+      fields.priority_in_range = non_negative ? signed_value >= 0 : signed_value < 0;
+      fields.priority_value = signed_value;
+      set_kind(target, Kind::kInt);
+      return;
+    }
     set(target, Kind::kInt, 1);
   }
   void boolean(bool value) {
@@ -265,6 +273,7 @@ class RequestScan : public AcceptAll<RequestScan> {
     kMaxTokens,
     kMaxCompletionTokens,
     kIncludeUsage,
+    kPriority,
     kPromptItem,
     kMessage,
     kContent,
@@ -294,6 +303,7 @@ class RequestScan : public AcceptAll<RequestScan> {
         if (key == "messages") return Target::kMessages;
         if (key == "max_tokens") return Target::kMaxTokens;
         if (key == "max_completion_tokens") return Target::kMaxCompletionTokens;
+        if (key == "priority") return Target::kPriority;
         return Target::kNone;
       case Frame::kStreamOptions:
         return key == "include_usage" ? Target::kIncludeUsage : Target::kNone;
@@ -352,6 +362,7 @@ class RequestScan : public AcceptAll<RequestScan> {
       case Target::kMessages: fields.messages = kind; break;
       case Target::kMaxTokens: fields.max_tokens_kind = kind; break;
       case Target::kMaxCompletionTokens: fields.max_completion_tokens_kind = kind; break;
+      case Target::kPriority: fields.priority = kind; break;
       default: break;
     }
   }
@@ -379,6 +390,7 @@ class RequestScan : public AcceptAll<RequestScan> {
       case Target::kIncludeUsage: usage_ = false; break;
       case Target::kMaxTokens: fields.max_tokens.reset(); break;
       case Target::kMaxCompletionTokens: fields.max_completion_tokens.reset(); break;
+      case Target::kPriority: fields.priority_in_range = false; break;
       default: break;
     }
   }

@@ -47,6 +47,9 @@ struct RequestFields {
   std::optional<std::uint64_t> max_completion_tokens;  // when a non-negative integer
   Kind max_tokens_kind = Kind::kAbsent;                // to tell null from absent
   Kind max_completion_tokens_kind = Kind::kAbsent;
+  Kind priority = Kind::kAbsent;    // vLLM's request priority (lower: more urgent)
+  std::int64_t priority_value = 0;  // when an integer in int64's range
+  bool priority_in_range = false;
   std::uint32_t proxy_owned = 0;  // top-level members the proxy owns: bits of proxy_owned_keys()
 };
 

@@ -50,6 +50,9 @@ Ticket make_ticket(Call& call, const LegRequest& leg) {
   ticket.group = leg.group;
   ticket.arrival = call.life.at(Stage::kReceived);
   ticket.prefill_node = leg.prefill_node;
+  ticket.band = call.traffic.band;
+  ticket.tenant = call.traffic.tenant;
+  ticket.tenant_weight = call.traffic.weight;
   // Only placements that prefill look prefixes up (a PD decode leg goes by load).
   if (leg.role == Role::kPrefill || call.g.config.pd_mode == PdMode::kAggregated) {
     ticket.block_hashes = call.prompt.block_hashes;
@@ -263,7 +266,7 @@ Task<void> answer_error(Call& call, int status, std::string message, RequestOutc
   if (call.writer.started() || call.client_gone) co_return;
   http::Response response = http::error_response(status, message, type, param);
   response.headers.add("X-Request-Id", call.request_id);
-  if (status == 429) response.headers.add("Retry-After", "1");
+  if (status == 429) response.headers.add("Retry-After", std::to_string(call.retry_after_s));
   call.bytes_out += response.body.size();
   (void)co_await call.writer.send(std::move(response));
 }
@@ -276,7 +279,8 @@ Task<void> answer_no_node(Call& call, const Error& error) {
     co_return;
   }
   if (error.code == ErrorCode::kResourceExhausted) {
-    co_await answer_error(call, 429, "the proxy is at capacity; retry later",
+    co_await answer_error(call, 429,
+                          "the proxy is at capacity (" + error.message + "); retry later",
                           RequestOutcome::kRejected, "RateLimitError");
   } else if (error.code == ErrorCode::kTimeout) {
     // The scheduler's own words: every node busy, or none of the role usable (down, ejected).

@@ -117,7 +117,46 @@ Result<NodeMetricFamilies> register_node_metrics(metrics::Registry& registry) {
                                     {"pool", "node"}, latency_buckets());
   if (!seconds) return std::move(seconds).error();
   f.leg_seconds = *seconds;
+  auto waits = registry.histogram(
+      "omni_proxy_queue_wait_seconds",
+      "Time requests waited in the proxy queue, by band and cause: no_capacity (every node over "
+      "its thresholds, down or draining), policy_hold (the policy held it), priority (a more "
+      "urgent band went first), queue_order (its own band's order: policy, tenant fairness). "
+      "A request that waited for several causes is observed once per cause.",
+      {"band", "cause"}, latency_buckets());
+  if (!waits) return std::move(waits).error();
+  f.queue_wait = *waits;
+  auto shed = registry.counter(
+      "omni_proxy_shed_total",
+      "Requests of a sheddable band given up under overload (answered 429), by band and reason: "
+      "evicted (a more urgent request needed its place in the full queue), band_full (the band "
+      "had max_waiting requests waiting), band_timeout (it waited past the band's timeout).",
+      {"band", "reason"});
+  if (!shed) return std::move(shed).error();
+  f.shed = *shed;
   return f;
+}
+
+void NodeEventLog::on_waited(const Ticket& ticket, const WaitTimes& waited) {
+  if (!families_.queue_wait) return;
+  for (std::size_t cause = 0; cause < waited.size(); ++cause) {
+    if (waited[cause] <= Duration::zero()) continue;
+    auto [it, added] = waits_.try_emplace({ticket.band, cause}, nullptr);
+    if (added) {
+      auto child = families_.queue_wait->with(
+          {band_name(bands_, ticket.band), wait_cause_name(static_cast<WaitCause>(cause))});
+      it->second = child ? *child : nullptr;
+    }
+    if (it->second) it->second->observe(std::chrono::duration<double>(waited[cause]).count());
+  }
+}
+
+void NodeEventLog::on_shed(const Ticket& ticket, ShedReason reason) {
+  if (!families_.shed) return;
+  if (auto child =
+          families_.shed->with({band_name(bands_, ticket.band), shed_reason_name(reason)})) {
+    (*child)->inc();
+  }
 }
 
 std::optional<std::string> ThrottledEvents::note(std::string_view kind, std::string_view detail,

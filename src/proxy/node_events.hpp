@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "omni/common/clock.hpp"
 #include "omni/log/log.hpp"
@@ -36,6 +37,8 @@ struct NodeMetricFamilies {
   metrics::CounterFamily* health_changes = nullptr;  // {node, to}
   metrics::CounterFamily* legs = nullptr;            // {pool, node, outcome}
   metrics::HistogramFamily* leg_seconds = nullptr;   // {pool, node}
+  metrics::HistogramFamily* queue_wait = nullptr;    // {band, cause}
+  metrics::CounterFamily* shed = nullptr;            // {band, reason}
 };
 Result<NodeMetricFamilies> register_node_metrics(metrics::Registry& registry);
 
@@ -45,7 +48,16 @@ Result<NodeMetricFamilies> register_node_metrics(metrics::Registry& registry);
 class NodeEventLog final : public SchedulerObserver {
  public:
   explicit NodeEventLog(SchedulerObserver& next) : next_(next), logger_(log::get("proxy")) {}
-  void bind(NodeMetricFamilies families) noexcept { families_ = families; }
+  // `bands`: the configured traffic bands, for the band label (none: "default").
+  void bind(NodeMetricFamilies families, std::vector<BandSpec> bands = {}) {
+    families_ = families;
+    set_bands(std::move(bands));
+  }
+  // On the scheduler thread (a reload posts it there).
+  void set_bands(std::vector<BandSpec> bands) {
+    bands_ = std::move(bands);
+    waits_.clear();
+  }
   void on_prefix_lookup(std::uint32_t matched_tokens) override {
     next_.on_prefix_lookup(matched_tokens);
   }
@@ -56,6 +68,10 @@ class NodeEventLog final : public SchedulerObserver {
   bool wants_placements() const override;
   void on_placement(const Ticket& ticket, std::span<const PlacementInput> inputs,
                     std::size_t chosen) override;
+  // Each cause's share of a ticket's wait to omni_proxy_queue_wait_seconds{band, cause} (only
+  // the causes it waited for), and each shed ticket to omni_proxy_shed_total{band, reason}.
+  void on_waited(const Ticket& ticket, const WaitTimes& waited) override;
+  void on_shed(const Ticket& ticket, ShedReason reason) override;
 
  private:
   // One node's series, looked up in the families once (a family lookup takes a lock and builds
@@ -71,6 +87,9 @@ class NodeEventLog final : public SchedulerObserver {
   std::shared_ptr<spdlog::logger> logger_;
   NodeMetricFamilies families_;
   std::map<std::pair<std::string, Role>, NodeSeries> series_;
+  std::vector<BandSpec> bands_;
+  // Per band, per cause: the wait histogram's child, looked up once.
+  std::map<std::pair<std::uint8_t, std::size_t>, metrics::Histogram*> waits_;
 };
 
 // At most one line per kind per interval: the first occurrence of a kind is said at once, the

@@ -184,6 +184,26 @@ Result<ProxyMetrics> ProxyMetrics::create(metrics::Registry& registry) {
                                     {"action"});
   if (!pd_fields) return std::move(pd_fields).error();
   m.client_pd_fields = *pd_fields;
+  auto class_requests = registry.counter(
+      "omni_proxy_class_requests_total",
+      "Generation requests by priority band and tenant (\"\" for none), counted as they end.",
+      {"band", "tenant"});
+  if (!class_requests) return std::move(class_requests).error();
+  m.class_requests = *class_requests;
+  auto tenant_rejected = registry.counter(
+      "omni_proxy_tenant_rejected_total",
+      "Requests refused with 429 by their tenant's limits, by tenant and reason (concurrency, "
+      "tokens).",
+      {"tenant", "reason"});
+  if (!tenant_rejected) return std::move(tenant_rejected).error();
+  m.tenant_rejected = *tenant_rejected;
+  auto clamped = registry.counter(
+      "omni_proxy_priority_clamped_total",
+      "Requests that asked for a more urgent priority than their tenant may (or, without a "
+      "tenant, than traffic.min_priority allows) and got that limit instead, by tenant.",
+      {"tenant"});
+  if (!clamped) return std::move(clamped).error();
+  m.priority_clamped = *clamped;
   auto responses = registry.counter("omni_proxy_http_responses_total",
                                     "Responses sent, by route and HTTP status (handlers, the "
                                     "router and the HTTP server's own refusals).",

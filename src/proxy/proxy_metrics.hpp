@@ -95,6 +95,11 @@ struct ProxyMetrics {
   metrics::CounterFamily* client_pd_fields = nullptr;
   // Engine failures by node and kind (count_node_error in call.hpp): {pool, node, kind}.
   metrics::CounterFamily* node_errors = nullptr;
+  // Traffic management (docs/traffic.md): requests by band and tenant, tenants' requests refused
+  // by their limits {tenant, reason}, and priorities clamped to what a tenant may ask {tenant}.
+  metrics::CounterFamily* class_requests = nullptr;
+  metrics::CounterFamily* tenant_rejected = nullptr;
+  metrics::CounterFamily* priority_clamped = nullptr;
   // Shared: the array of children is large and its address is taken by the hooks.
   std::shared_ptr<ResponseCounter> responses;
 

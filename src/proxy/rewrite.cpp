@@ -2,6 +2,7 @@
 
 #include <boost/json/serialize.hpp>
 #include <boost/json/string_view.hpp>
+#include <cstdint>
 #include <utility>
 
 #include "json_scan.hpp"
@@ -67,6 +68,15 @@ Result<RequestInfo> inspect_request(std::string_view body, Api api, BadRequest* 
   if (fields.max_tokens) info.max_tokens = *fields.max_tokens;
   if (fields.max_completion_tokens) info.max_tokens = *fields.max_completion_tokens;
   info.proxy_owned_fields = fields.proxy_owned;
+  if (fields.priority != Kind::kAbsent && fields.priority != Kind::kNull) {
+    // vLLM's field is a Python int; the proxy bands priorities within 32 bits.
+    if (fields.priority != Kind::kInt || !fields.priority_in_range ||
+        fields.priority_value < INT32_MIN || fields.priority_value > INT32_MAX) {
+      return bad_request(bad, "'priority' must be an integer in -2147483648..2147483647",
+                         "priority");
+    }
+    info.priority = fields.priority_value;
+  }
   return info;
 }
 

@@ -45,7 +45,7 @@ double to_seconds(Duration d) { return std::chrono::duration<double>(d).count();
 
 Scheduler::Scheduler(const Clock& clock, SchedulerOptions options,
                      std::unique_ptr<sched::PlacementPolicy> policy)
-    : clock_(clock), options_(options), policy_(std::move(policy)) {
+    : clock_(clock), options_(options), policy_(std::move(policy)), fair_(options_.traffic) {
   if (options_.prefix.enabled) {
     sched::PrefixIndexOptions index;
     index.max_entries = options_.prefix.max_entries;
@@ -87,16 +87,140 @@ std::vector<std::uint32_t> Scheduler::set_nodes(const std::vector<NodeSpec>& spe
 }
 
 Status Scheduler::submit(Ticket ticket) {
-  if (queue_.size() >= options_.queue_capacity) {
-    return make_error(ErrorCode::kResourceExhausted, "the proxy queue is full");
-  }
   for (const Waiting& waiting : queue_) {
     if (waiting.ticket.id == ticket.id) {
       return make_error(ErrorCode::kInvalidArgument, "ticket already waiting");
     }
   }
-  queue_.push_back({std::move(ticket), clock_.now()});
+  const std::size_t bands = std::max<std::size_t>(options_.traffic.bands.size(), 1);
+  ticket.band = static_cast<std::uint8_t>(std::min<std::size_t>(ticket.band, bands - 1));
+  if (ticket.tenant != 0) tenants_seen_ = true;
+  if (Status admitted = admit_band(ticket); !admitted) return admitted;
+  const TimePoint now = clock_.now();
+  if (queue_.size() >= options_.queue_capacity && !evict_for(ticket, now)) {
+    return make_error(ErrorCode::kResourceExhausted, "the proxy queue is full");
+  }
+  if (band_waiting_.size() < bands) band_waiting_.resize(bands);
+  ++band_waiting_[ticket.band];
+  Waiting waiting{std::move(ticket), now};
+  waiting.cause_since = now;
+  queue_.push_back(std::move(waiting));
   return {};
+}
+
+std::string_view shed_reason_name(ShedReason reason) noexcept {
+  switch (reason) {
+    case ShedReason::kEvicted: return "evicted";
+    case ShedReason::kBandFull: return "band_full";
+    case ShedReason::kBandTimeout: return "band_timeout";
+  }
+  return "unknown";
+}
+
+void Scheduler::set_traffic(TrafficOptions traffic) {
+  options_.traffic = std::move(traffic);
+  fair_.configure(options_.traffic);
+  const std::size_t bands = std::max<std::size_t>(options_.traffic.bands.size(), 1);
+  band_waiting_.assign(bands, 0);
+  for (Waiting& waiting : queue_) {
+    waiting.ticket.band =
+        static_cast<std::uint8_t>(std::min<std::size_t>(waiting.ticket.band, bands - 1));
+    ++band_waiting_[waiting.ticket.band];
+  }
+}
+
+const BandSpec* Scheduler::band_spec(std::uint8_t band) const {
+  return band < options_.traffic.bands.size() ? &options_.traffic.bands[band] : nullptr;
+}
+
+Status Scheduler::admit_band(const Ticket& ticket) {
+  const BandSpec* spec = band_spec(ticket.band);
+  if (spec == nullptr || !spec->sheddable || spec->max_waiting == 0) return {};
+  if (ticket.band >= band_waiting_.size() || band_waiting_[ticket.band] < spec->max_waiting) {
+    return {};
+  }
+  if (options_.observer) options_.observer->on_shed(ticket, ShedReason::kBandFull);
+  return make_error(ErrorCode::kResourceExhausted, "band '" + spec->name + "' is shedding load (" +
+                                                       std::to_string(spec->max_waiting) +
+                                                       " of its requests wait already)");
+}
+
+// The queue is full: the newest waiting ticket of the least urgent sheddable band that is less
+// urgent than `incoming` gives its place up. Returns whether one did.
+bool Scheduler::evict_for(const Ticket& incoming, TimePoint now) {
+  auto victim = queue_.end();
+  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+    const BandSpec* spec = band_spec(it->ticket.band);
+    if (spec == nullptr || !spec->sheddable || it->ticket.band <= incoming.band) continue;
+    if (victim == queue_.end() || it->ticket.band >= victim->ticket.band) victim = it;
+  }
+  if (victim == queue_.end()) return false;
+  if (victim->held) --decodes_held_now_;
+  if (options_.observer) options_.observer->on_shed(victim->ticket, ShedReason::kEvicted);
+  shed_.push_back({victim->ticket.id,
+                   make_error(ErrorCode::kResourceExhausted,
+                              "shed under overload: a more urgent request took its place in the "
+                              "full queue")});
+  leave(*victim, now);
+  queue_.erase(victim);
+  return true;
+}
+
+void Scheduler::note_cause(Waiting& waiting, WaitCause cause, TimePoint now) {
+  waiting.waited[static_cast<std::size_t>(waiting.cause)] += now - waiting.cause_since;
+  waiting.cause = cause;
+  waiting.cause_since = now;
+}
+
+void Scheduler::leave(Waiting& waiting, TimePoint now) {
+  note_cause(waiting, waiting.cause, now);
+  if (waiting.ticket.band < band_waiting_.size() && band_waiting_[waiting.ticket.band] > 0) {
+    --band_waiting_[waiting.ticket.band];
+  }
+  if (options_.observer) options_.observer->on_waited(waiting.ticket, waiting.waited);
+}
+
+Duration Scheduler::timeout_of(const Ticket& ticket) const {
+  const BandSpec* spec = band_spec(ticket.band);
+  return spec != nullptr && spec->queue_timeout > Duration::zero() ? spec->queue_timeout
+                                                                   : options_.queue_timeout;
+}
+
+std::uint8_t Scheduler::effective_band(const Waiting& waiting, TimePoint now) const {
+  const Duration aging = options_.traffic.aging;
+  if (aging <= Duration::zero() || waiting.ticket.band == 0) return waiting.ticket.band;
+  const auto steps = (now - waiting.enqueued) / aging;
+  return static_cast<std::uint8_t>(waiting.ticket.band -
+                                   std::min<std::int64_t>(steps, waiting.ticket.band));
+}
+
+FairOrder::Entry Scheduler::fair_entry(const Waiting& waiting, TimePoint now) const {
+  const Ticket& t = waiting.ticket;
+  FairOrder::Entry entry;
+  entry.band = effective_band(waiting, now);
+  entry.tenant = t.tenant;
+  entry.weight = t.tenant_weight > 0 ? t.tenant_weight : 1.0;
+  // Its token cost: what it asks of the stage it waits for.
+  const sched::Stage stage = stage_of(t);
+  const std::uint64_t cost = stage == sched::Stage::kPrefill  ? t.prompt_tokens
+                             : stage == sched::Stage::kDecode ? t.max_tokens
+                                                              : t.prompt_tokens + t.max_tokens;
+  entry.cost = static_cast<double>(std::max<std::uint64_t>(cost, 1));
+  return entry;
+}
+
+// The pass order with traffic classes: FairOrder's over every waiting ticket.
+void Scheduler::order_queue(TimePoint now) {
+  fair_entries_.clear();
+  for (std::size_t i = 0; i < queue_.size(); ++i) {
+    FairOrder::Entry entry = fair_entry(queue_[i], now);
+    entry.score = policy_->queue_score(request_of(queue_[i], now));
+    entry.index = i;
+    fair_entries_.push_back(entry);
+  }
+  fair_.order(fair_entries_, pass_order_);
+  order_.clear();
+  for (std::size_t index : pass_order_) order_.emplace_back(0.0, index);
 }
 
 std::vector<Decision> Scheduler::schedule() {
@@ -106,19 +230,26 @@ std::vector<Decision> Scheduler::schedule() {
 }
 
 void Scheduler::schedule(std::vector<Decision>& decisions) {
+  // Tickets shed at submit are answered with this pass.
+  for (Decision& shed : shed_) decisions.push_back(std::move(shed));
+  shed_.clear();
   if (queue_.empty()) return;
   const TimePoint now = clock_.now();
   refresh_circuits(now);
   settle_prefills(now);
 
-  // Policy order, computed once per pass; ties keep arrival order (stable sort).
-  order_.clear();
-  for (std::size_t i = 0; i < queue_.size(); ++i) {
-    order_.emplace_back(policy_->queue_score(request_of(queue_[i], now)), i);
-  }
-  if (order_.size() > 1) {
-    std::stable_sort(order_.begin(), order_.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (classes()) {
+    order_queue(now);
+  } else {
+    // Policy order, computed once per pass; ties keep arrival order (stable sort).
+    order_.clear();
+    for (std::size_t i = 0; i < queue_.size(); ++i) {
+      order_.emplace_back(policy_->queue_score(request_of(queue_[i], now)), i);
+    }
+    if (order_.size() > 1) {
+      std::stable_sort(order_.begin(), order_.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+    }
   }
 
   finished_.assign(queue_.size(), 0);
@@ -126,6 +257,7 @@ void Scheduler::schedule(std::vector<Decision>& decisions) {
   for (const auto& [score, index] : order_) {
     Waiting& waiting = queue_[index];
     const Ticket& ticket = waiting.ticket;
+    const std::uint8_t band = classes() ? effective_band(waiting, now) : 0;
     // A ticket that excludes no node sees what every such ticket of its stage and group sees:
     // once one of them could not go, none behind it can (and none may overtake it).
     // A decode leg whose hold bound has passed is placed regardless.
@@ -140,14 +272,25 @@ void Scheduler::schedule(std::vector<Decision>& decisions) {
     Lease lease;
     const Placed placed = blocked ? Placed::kNoCandidate : place(waiting, now, lease);
     if (placed == Placed::kPlaced) {
+      if (classes()) {
+        FairOrder::Entry entry = fair_entry(waiting, now);
+        entry.band = band;
+        fair_.placed(entry);
+      }
       decisions.push_back({ticket.id, lease});
       finished_[index] = 1;
+      leave(waiting, now);
       continue;
     }
+    note_cause(waiting,
+               blocked ? (blocker->band < band ? WaitCause::kPriority : WaitCause::kQueueOrder)
+               : placed == Placed::kHeld ? WaitCause::kPolicyHold
+                                         : WaitCause::kNoCapacity,
+               now);
     // Unrestricted tickets of one stage and group can all go to the same nodes.
     const bool possible = blocked ? blocker->possible : any_possible(ticket);
     if (unrestricted && !blocked && blocker == blocked_.end()) {
-      blocked_.push_back({stage, ticket.group, possible});
+      blocked_.push_back({stage, ticket.group, possible, band});
     }
     if (!possible) {
       decisions.push_back(
@@ -155,18 +298,14 @@ void Scheduler::schedule(std::vector<Decision>& decisions) {
                                  std::string("no usable ") + std::string(role_name(ticket.role)) +
                                      " node (every one is draining or already tried)")});
       finished_[index] = 1;
-    } else if (now - waiting.enqueued >= options_.queue_timeout) {
-      // Say whether the nodes were busy or the role had none usable (down, ejected).
-      const bool none_usable = !usable(ticket.role);
-      decisions.push_back(
-          {ticket.id,
-           make_error(ErrorCode::kTimeout,
-                      none_usable ? "no usable " + std::string(role_name(ticket.role)) +
-                                        " node (down or ejected) within the queue timeout"
-                                  : std::string("no engine was free within the queue timeout"))});
+    } else if (now - waiting.enqueued >= timeout_of(ticket)) {
+      decisions.push_back({ticket.id, timeout_error(ticket)});
       finished_[index] = 1;
     }
-    if (finished_[index] && waiting.held) --decodes_held_now_;
+    if (finished_[index]) {
+      if (waiting.held) --decodes_held_now_;
+      leave(waiting, now);
+    }
   }
   // Compact the queue in place. Never move an entry onto itself: a self-moved vector is left
   // empty, and a waiting ticket would lose its block hashes (and its tried list) to the next pass.
@@ -177,6 +316,22 @@ void Scheduler::schedule(std::vector<Decision>& decisions) {
     ++kept;
   }
   queue_.resize(kept);
+}
+
+// A ticket that waited past its timeout: a sheddable band's is shed ("retry later"); any other
+// says whether the nodes were busy or the role had none usable (down, ejected).
+Error Scheduler::timeout_error(const Ticket& ticket) {
+  const BandSpec* spec = band_spec(ticket.band);
+  if (spec != nullptr && spec->sheddable) {
+    if (options_.observer) options_.observer->on_shed(ticket, ShedReason::kBandTimeout);
+    return make_error(ErrorCode::kResourceExhausted, "shed under overload: band '" + spec->name +
+                                                         "' waited past its queue timeout");
+  }
+  const bool none_usable = !usable(ticket.role);
+  return make_error(ErrorCode::kTimeout,
+                    none_usable ? "no usable " + std::string(role_name(ticket.role)) +
+                                      " node (down or ejected) within the queue timeout"
+                                : std::string("no engine was free within the queue timeout"));
 }
 
 sched::Stage Scheduler::stage_of(const Ticket& ticket) const {
@@ -509,7 +664,7 @@ std::optional<TimePoint> Scheduler::next_deadline() const {
     if (!next || t < *next) next = t;
   };
   for (const Waiting& waiting : queue_) {
-    consider(waiting.enqueued + options_.queue_timeout);
+    consider(waiting.enqueued + timeout_of(waiting.ticket));
     if (waiting.held) consider(waiting.enqueued + options_.max_decode_wait);
   }
   for (const Node& node : nodes_) {
@@ -565,6 +720,7 @@ bool Scheduler::cancel(std::uint64_t ticket) {
                          [&](const Waiting& waiting) { return waiting.ticket.id == ticket; });
   if (it == queue_.end()) return false;
   if (it->held) --decodes_held_now_;
+  leave(*it, clock_.now());
   queue_.erase(it);
   return true;
 }

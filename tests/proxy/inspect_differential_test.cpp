@@ -115,6 +115,15 @@ Verdict reference_inspect(std::string_view body, Api api, std::size_t max_depth 
   if (auto limit = non_negative_int(object.if_contains("max_tokens"))) info.max_tokens = *limit;
   if (auto limit = non_negative_int(object.if_contains("max_completion_tokens")))
     info.max_tokens = *limit;
+  if (const json::value* priority = object.if_contains("priority");
+      priority && !priority->is_null()) {
+    const bool fits = (priority->is_int64() && priority->get_int64() >= INT32_MIN &&
+                       priority->get_int64() <= INT32_MAX) ||
+                      (priority->is_uint64() && priority->get_uint64() <= INT32_MAX);
+    if (!fits) return fail("'priority' must be an integer in -2147483648..2147483647", "priority");
+    info.priority = priority->is_int64() ? priority->get_int64()
+                                         : static_cast<std::int64_t>(priority->get_uint64());
+  }
   v.ok = true;
   return v;
 }
@@ -149,7 +158,8 @@ std::string differences(std::string_view body) {
     const RequestInfo& a = want.info;
     const RequestInfo& b = got.info;
     if (a.stream != b.stream || a.include_usage != b.include_usage || a.model != b.model ||
-        a.prompt_tokens != b.prompt_tokens || a.max_tokens != b.max_tokens) {
+        a.prompt_tokens != b.prompt_tokens || a.max_tokens != b.max_tokens ||
+        a.priority != b.priority) {
       out += std::string(name) + ": fields differ (stream " + std::to_string(a.stream) + " vs " +
              std::to_string(b.stream) + ", include_usage " + std::to_string(a.include_usage) +
              " vs " + std::to_string(b.include_usage) + ", prompt_tokens " +
@@ -187,6 +197,13 @@ TEST(ProxyInspectDifferential, HandWrittenEdgeCasesMatchTheDomReference) {
       R"({"prompt":"x","model":"a","model":["b"]})",
       R"({"prompt":[[1,-2,3.0,"abcde",[4,[5,{"x":[6]}]]],true,null,18446744073709551615,18446744073709551616]})",
       R"({"prompt":{"a":1},"max_tokens":-1})",
+      R"({"prompt":"a","priority":-5})",
+      R"({"prompt":"a","priority":2147483648})",
+      R"({"prompt":"a","priority":-2147483648,"priority":null})",
+      R"({"prompt":"a","priority":"1"})",
+      R"({"prompt":"a","priority":1.0,"priority":3})",
+      R"({"prompt":"a","priority":-9223372036854775809})",
+      R"({"prompt":"a","priority":18446744073709551615})",
       R"({"prompt":"a","prompt":null})",
       R"({"prompt":null,"prompt":"abcdefghi"})",
       R"({"prompt":1e400})",

@@ -21,6 +21,7 @@
 #include "omni/config/runtime.hpp"
 #include "omni/config/schema.hpp"
 #include "omni/proxy/scheduler.hpp"
+#include "omni/proxy/traffic.hpp"
 
 namespace omni::proxy {
 
@@ -111,6 +112,37 @@ struct FleetConfig {
   Duration snapshot_period = 500ms;       // full snapshots (and heartbeats) this often
 };
 
+// A tenant (docs/traffic.md): who its clients are (the keys in its key file), its share in fair
+// queuing, which priorities it may ask for, and its limits.
+struct TenantConfig {
+  std::string name;
+  // Its clients' keys, one per line (as api_keys_file); each is also accepted as an API key.
+  std::optional<std::string> api_keys_file;
+  double weight = 1.0;                // its share against the other tenants of a band
+  std::int64_t default_priority = 0;  // a request of it that names no priority
+  // The most urgent priority its requests may ask for; more urgent ones are clamped to it.
+  std::int64_t min_priority = 0;
+  std::uint32_t max_concurrency = 0;  // requests in flight at once; 0: no limit
+  // Token bucket over prompt + completion tokens: this many a second on average, at most
+  // burst_tokens at once (default: 10 s worth); 0: no limit.
+  double tokens_per_second = 0;
+  double burst_tokens = 0;
+};
+
+// Traffic management (traffic.hpp, docs/traffic.md): priority bands, tenants, shedding.
+struct TrafficConfig {
+  std::vector<BandSpec> bands;  // most urgent first; none: one band
+  BandOrder band_order = BandOrder::kStrict;
+  Duration aging = 10s;  // a waiting request rises one band per aging; 0s: never
+  // Requests of no tenant: the priority they get when they name none, and the most urgent one
+  // they may ask for (more urgent values are clamped to it, and counted).
+  std::int64_t default_priority = 0;
+  std::int64_t min_priority = 0;
+  // The request header that may carry a priority (an integer; it wins over the body's field).
+  std::string priority_header = "X-Omni-Priority";
+  std::vector<TenantConfig> tenants;
+};
+
 struct HealthConfig {
   Duration interval = 1s;  // active /health probes; 0s disables them
   Duration timeout = 500ms;
@@ -153,6 +185,7 @@ struct ProxyConfig {
   std::uint32_t migration_max_attempts = 1;
   HealthConfig health;
   FleetConfig fleet;
+  TrafficConfig traffic;
   // Secrets (secrets.hpp): each also from a file and an environment variable, redacted in dumps.
   std::vector<std::string> api_keys;  // clients' Bearer tokens; empty: no authentication
   std::optional<std::string> api_keys_file;

@@ -44,6 +44,8 @@ struct RequestInfo {
   // Members the proxy owns (the PD protocol's fields, engine request ids) that the client
   // sent: bits of proxy_owned_fields() order. The proxy strips or refuses them.
   std::uint32_t proxy_owned_fields = 0;
+  // vLLM's `priority` (lower is more urgent); absent or null: none given.
+  std::optional<std::int64_t> priority;
 };
 
 // The names behind RequestInfo::proxy_owned_fields, comma-separated ("kv_transfer_params,

@@ -34,6 +34,13 @@
 // nothing by its cache until its events resume (load-only routing for it). For what-if studies
 // a simulator may replace the event feed by a FreshCacheOracle (the engines' exact caches).
 //
+// Traffic classes (SchedulerOptions::traffic, traffic.hpp): with bands or tenants the pass order
+// is FairOrder's (bands strict or weighted, aging, tenants by start-time fair queuing, the
+// policy's order inside a tenant) instead of the policy's alone. A sheddable band's tickets are
+// refused past its max_waiting, evicted (newest first) to make room for a more urgent ticket
+// when the queue is full, and answered kResourceExhausted ("retry later") when they wait past
+// their band's timeout. Every ticket's wait is split by cause (WaitCause) for the observer.
+//
 // Threading: single-threaded; the owner serialises every call (omni-proxy: the Dispatcher's
 // master context; the simulator: its event loop).
 #pragma once
@@ -52,7 +59,9 @@
 #include "omni/common/clock.hpp"
 #include "omni/common/result.hpp"
 #include "omni/kvcache/kv_events.hpp"
+#include "omni/proxy/fair_order.hpp"
 #include "omni/proxy/policy.hpp"
+#include "omni/proxy/traffic.hpp"
 #include "omni/sched/policy.hpp"
 #include "omni/sched/prefix_index.hpp"
 
@@ -100,6 +109,14 @@ struct PlacementInput {
   sched::Candidate candidate;
 };
 
+// Why a sheddable band's ticket was given up.
+enum class ShedReason : std::uint8_t {
+  kEvicted,      // the queue was full and a more urgent ticket needed its place
+  kBandFull,     // its band already had max_waiting tickets waiting
+  kBandTimeout,  // it waited past its band's queue timeout
+};
+std::string_view shed_reason_name(ShedReason reason) noexcept;
+
 // Why a node's health changed (HealthCause names it in logs).
 enum class HealthCause {
   kProbeFailed,          // an active /health probe failed: up or trial → down
@@ -129,6 +146,11 @@ class SchedulerObserver {
   virtual bool wants_placements() const { return false; }
   virtual void on_placement(const Ticket& /*ticket*/, std::span<const PlacementInput> /*inputs*/,
                             std::size_t /*chosen*/) {}
+  // A ticket left the wait queue (placed, refused, timed out, shed or cancelled) after waiting
+  // this long for each cause.
+  virtual void on_waited(const Ticket& /*ticket*/, const WaitTimes& /*waited*/) {}
+  // A ticket of a sheddable band was given up (ShedReason says why).
+  virtual void on_shed(const Ticket& /*ticket*/, ShedReason /*reason*/) {}
 };
 
 // Seconds to move a prompt's KV from a prefill node to a decode node. Called in the core's
@@ -177,6 +199,7 @@ struct SchedulerOptions {
   LoadObserver* load_observer = nullptr;          // not owned; outlives the Scheduler
   const TransferModel* transfer = nullptr;        // not owned; none: transfers cost 0
   const FreshCacheOracle* fresh_cache = nullptr;  // not owned; what-if studies only
+  TrafficOptions traffic;                         // bands, aging (tenants come with tickets)
 };
 
 // The prefix index as a whole, for metrics.
@@ -209,6 +232,11 @@ struct Ticket {
   // The prompt's block hashes in KV-event form (kvcache::event_int), as the engine will
   // publish them; empty when the proxy could not compute them (no prefix matching then).
   std::vector<std::uint64_t> block_hashes;
+  // Traffic classes (traffic.hpp): its band (0 the most urgent), its tenant (0: none) and the
+  // tenant's weight in fair queuing.
+  std::uint8_t band = 0;
+  std::uint32_t tenant = 0;
+  double tenant_weight = 1.0;
 };
 
 // Load taken by a dispatched ticket, handed back with release().
@@ -283,6 +311,8 @@ class Scheduler {
   // Active health checks: a failed probe takes a node down; a good one brings it up (and
   // closes an open circuit).
   void report_probe(std::uint32_t node, bool healthy);
+  // New traffic classes (reload): waiting tickets beyond the last band join the last one.
+  void set_traffic(TrafficOptions traffic);
   // Draining nodes take no new requests; their in-flight ones finish. kNotFound if unknown.
   Status set_draining(std::string_view name, bool draining);
 
@@ -335,14 +365,30 @@ class Scheduler {
   struct Blocked {
     sched::Stage stage;
     std::string_view group;
-    bool possible = true;  // any_possible() of the ticket that blocked them
+    bool possible = true;   // any_possible() of the ticket that blocked them
+    std::uint8_t band = 0;  // the effective band of the ticket that blocked them
   };
   struct Waiting {
     Ticket ticket;
     TimePoint enqueued{};
-    bool held = false;  // a decode leg the policy has held (counted once)
+    bool held = false;                         // a decode leg the policy has held (counted once)
+    WaitCause cause = WaitCause::kNoCapacity;  // why it waits since `cause_since`
+    TimePoint cause_since{};
+    WaitTimes waited{};
   };
 
+  bool classes() const noexcept { return options_.traffic.bands.size() > 1 || tenants_seen_; }
+  void order_queue(TimePoint now);
+  FairOrder::Entry fair_entry(const Waiting& waiting, TimePoint now) const;
+  std::uint8_t effective_band(const Waiting& waiting, TimePoint now) const;
+  Duration timeout_of(const Ticket& ticket) const;
+  const BandSpec* band_spec(std::uint8_t band) const;
+  Status admit_band(const Ticket& ticket);
+  bool evict_for(const Ticket& incoming, TimePoint now);
+  Error timeout_error(const Ticket& ticket);
+  // Leaves the queue (the caller removes the entry): wait causes closed and reported.
+  void leave(Waiting& waiting, TimePoint now);
+  static void note_cause(Waiting& waiting, WaitCause cause, TimePoint now);
   bool candidate(const Node& node, const Ticket& ticket) const;
   bool selectable(const Node& node) const;
   bool any_possible(const Ticket& ticket) const;
@@ -395,6 +441,14 @@ class Scheduler {
   std::vector<std::pair<double, std::size_t>> order_;
   std::vector<char> finished_;
   std::vector<Blocked> blocked_;  // per pass: stages (and groups) that cannot place now
+  // Traffic classes: the fair order's tags, its per-pass entries and order, and tickets shed
+  // at submit (answered at the next pass).
+  FairOrder fair_;
+  bool tenants_seen_ = false;
+  std::vector<FairOrder::Entry> fair_entries_;
+  std::vector<std::size_t> pass_order_;
+  std::vector<std::size_t> band_waiting_;  // waiting tickets per band (configured band)
+  std::vector<Decision> shed_;
 };
 
 std::string_view health_name(NodeHealth health) noexcept;
