@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <boost/json.hpp>
 
+#include <cmath>
+
+#include "omni/cluster/traffic_class.hpp"
 #include "omni/workload/synthetic.hpp"
 #include "omni/workload/trace.hpp"
 
@@ -93,6 +96,24 @@ void add_flags(CLI::App& cli, Options& o) {
   cli.add_flag("--fresh-cache-oracle", o.fresh_cache_oracle,
                "What-if only: the gateway sees every engine's exact cache instantly instead of "
                "their KV events");
+  // Traffic classes (docs/omni-cluster.md): the gateway's bands, and the workload's class mix.
+  cli.add_option("--traffic-bands", o.traffic_bands,
+                 "The gateway's priority bands, most urgent first: "
+                 "name:max_priority[:sheddable][:weight=W][:timeout=S][:max-waiting=N],... "
+                 "(default: one band)");
+  cli.add_option("--band-order", o.band_order,
+                 "Order of the bands in the gateway queue: strict or weighted (by band weight)")
+      ->check(CLI::IsMember({"strict", "weighted"}))
+      ->capture_default_str();
+  cli.add_option("--band-aging-s", o.band_aging_s,
+                 "A waiting request rises one band per this many seconds (0: never)")
+      ->capture_default_str();
+  cli.add_option("--traffic-classes", o.traffic_classes,
+                 "The workload's classes, each a share of its requests: "
+                 "name:share[:band=B][:tenant=T][:weight=W],... (default: one class)");
+  cli.add_option("--only-class", o.only_class,
+                 "Replay only this class's requests (the same ones at the same times): the "
+                 "class's baseline without the others");
   cli.add_option("--time-scale", o.time_scale,
                  "Multiply arrival times by this (0.5 = twice as fast), as omni-bench")
       ->capture_default_str();
@@ -158,6 +179,13 @@ Result<Setup> prepare(const Options& o) {
   if (o.time_scale <= 0) {
     return make_error(ErrorCode::kInvalidArgument, "--time-scale must be positive");
   }
+  if (!(o.band_aging_s >= 0) || !std::isfinite(o.band_aging_s)) {
+    return make_error(ErrorCode::kInvalidArgument, "--band-aging-s must be seconds >= 0");
+  }
+  auto bands = parse_traffic_bands(o.traffic_bands);
+  if (!bands) return std::move(bands).error();
+  auto classes = parse_traffic_classes(o.traffic_classes, *bands);
+  if (!classes) return std::move(classes).error();
   auto model = engine::load_model_profile(o.model);
   if (!model) return std::move(model).error();
   auto hardware = engine::load_hardware_profile(o.hardware);
@@ -192,6 +220,12 @@ Result<Setup> prepare(const Options& o) {
       std::chrono::duration_cast<Duration>(std::chrono::duration<double>(o.predicted_ttl_s));
   config.engine_metrics_interval_s = o.engine_metrics_interval_s;
   config.fresh_cache_oracle = o.fresh_cache_oracle;
+  config.gateway.traffic.bands = std::move(*bands);
+  config.gateway.traffic.order =
+      o.band_order == "weighted" ? proxy::BandOrder::kWeighted : proxy::BandOrder::kStrict;
+  config.gateway.traffic.aging =
+      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(o.band_aging_s));
+  config.classes = std::move(*classes);
 
   std::vector<std::string> policies = split_commas(o.policy);
   if (policies.empty()) return make_error(ErrorCode::kInvalidArgument, "--policy is empty");
@@ -210,10 +244,31 @@ Result<Setup> prepare(const Options& o) {
                           ": use more devices (--tensor-parallel-size, --data-parallel-size), "
                           "bigger --hardware, or --num-gpu-blocks-override");
   }
-  return Setup{config, std::move(prefill_cost), std::move(decode_cost), std::move(policies), *slo};
+  std::optional<std::size_t> only_class;
+  if (!o.only_class.empty()) {
+    for (std::size_t i = 0; i < config.classes.size(); ++i) {
+      if (config.classes[i].name == o.only_class) only_class = i;
+    }
+    if (!only_class) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "--only-class: no class named '" + o.only_class + "' in --traffic-classes");
+    }
+  }
+  return Setup{
+      config,    std::move(prefill_cost), std::move(decode_cost), std::move(policies), *slo,
+      only_class};
 }
 
 std::optional<ClusterRequest> WorkloadSource::next() {
+  while (true) {
+    auto request = next_any();
+    if (!request || !only_ || class_of_request(classes_, seed_, request->id) == *only_) {
+      return request;
+    }
+  }
+}
+
+std::optional<ClusterRequest> WorkloadSource::next_any() {
   auto next = workload_->next();
   if (!next) {
     error_ = std::move(next).error();
@@ -290,10 +345,14 @@ benchstat::Summary to_summary(const ClusterResult& r, const benchstat::Slo& slo)
   return s;
 }
 
-std::string record_line(const std::string& policy, const RequestRecord& r) {
+std::string record_line(const std::string& policy, const RequestRecord& r,
+                        const std::vector<TrafficClass>& classes) {
   boost::json::object o;
   o["policy"] = policy;
   o["index"] = r.id;
+  if (r.traffic_class >= 0 && static_cast<std::size_t>(r.traffic_class) < classes.size()) {
+    o["class"] = classes[static_cast<std::size_t>(r.traffic_class)].name;
+  }
   o["arrival_s"] = r.arrival_s;
   o["ok"] = r.ok;
   if (r.ok) {
@@ -309,6 +368,58 @@ std::string record_line(const std::string& policy, const RequestRecord& r) {
   o["prefill_instance"] = r.prefill_instance;
   o["decode_instance"] = r.decode_instance;
   return boost::json::serialize(o);
+}
+
+namespace {
+
+boost::json::object count_object(const std::map<std::string, std::uint64_t>& counts) {
+  boost::json::object o;
+  for (const auto& [key, count] : counts) o[key] = count;
+  return o;
+}
+
+boost::json::object p50_p99(const LogHistogram& h) {
+  boost::json::object o;
+  o["p50"] = h.quantile(0.50);
+  o["p99"] = h.quantile(0.99);
+  return o;
+}
+
+}  // namespace
+
+std::string results_json(const ClusterResult& r, const benchstat::Summary& summary,
+                         const std::string& config) {
+  std::string json = benchstat::to_json(summary, config);
+  boost::json::array classes;
+  for (const ClassResult& c : r.classes) {
+    boost::json::object o;
+    o["name"] = c.name;
+    o["band"] = c.band;
+    o["tenant"] = c.tenant;
+    o["requests"] = c.requests;
+    o["completed"] = c.completed;
+    o["failed"] = c.failed;
+    o["errors_by_kind"] = count_object(c.failed_by_kind);
+    o["shed_by_reason"] = count_object(c.shed_by_reason);
+    o["ttft_ms"] = p50_p99(c.ttft_ms);
+    o["e2e_ms"] = p50_p99(c.e2e_ms);
+    if (!summary.slo.empty()) {
+      o["good"] = c.good;
+      o["goodput_offered"] = c.goodput_offered(r);
+    }
+    o["legs_delayed"] = c.legs_delayed;
+    boost::json::object waits;
+    for (std::size_t cause = 0; cause < proxy::kWaitCauses; ++cause) {
+      waits[proxy::wait_cause_name(static_cast<proxy::WaitCause>(cause))] = c.queue_wait_s[cause];
+    }
+    o["queue_wait_s"] = std::move(waits);
+    classes.push_back(std::move(o));
+  }
+  // The schema's object, with the traffic figures added before its closing brace.
+  json.pop_back();
+  json += ",\"shed_by_reason\":" + boost::json::serialize(count_object(r.shed_by_reason));
+  if (!classes.empty()) json += ",\"classes\":" + boost::json::serialize(classes);
+  return json + "}";
 }
 
 std::string simulator_line(const ClusterResult& r, double wall) {

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,11 @@ struct Options {
   double predicted_ttl_s = 2.0;
   double engine_metrics_interval_s = 1.0;
   bool fresh_cache_oracle = false;
+  std::string traffic_bands;
+  std::string band_order = "strict";
+  double band_aging_s = 10.0;
+  std::string traffic_classes;
+  std::string only_class;
   double time_scale = 1.0;
   std::uint64_t max_requests = 0;
   std::string slo;
@@ -76,6 +82,7 @@ struct Setup {
   engine::CostModel decode_cost;
   std::vector<std::string> policies;
   benchstat::Slo slo;
+  std::optional<std::size_t> only_class;  // --only-class: index into config.classes
 };
 Result<Setup> prepare(const Options& options);
 
@@ -87,15 +94,31 @@ class WorkloadSource final : public RequestSource {
       : workload_(std::move(workload)) {}
   std::optional<ClusterRequest> next() override;
   const std::optional<Error>& error() const { return error_; }
+  // Passes on only the requests of class `only` (as the simulator will draw their classes), so
+  // that a class can be replayed alone: the same requests at the same times, without the others.
+  void keep_only(std::vector<TrafficClass> classes, std::uint64_t seed, std::size_t only) {
+    classes_ = std::move(classes);
+    seed_ = seed;
+    only_ = only;
+  }
 
  private:
+  std::optional<ClusterRequest> next_any();
   std::unique_ptr<workload::Workload> workload_;
+  std::vector<TrafficClass> classes_;
+  std::uint64_t seed_ = 0;
+  std::optional<std::size_t> only_;
   std::optional<Error> error_;
 };
 Result<std::unique_ptr<WorkloadSource>> open_source(const Options& options);
 
 benchstat::Summary to_summary(const ClusterResult& result, const benchstat::Slo& slo);
-std::string record_line(const std::string& policy, const RequestRecord& record);
+std::string record_line(const std::string& policy, const RequestRecord& record,
+                        const std::vector<TrafficClass>& classes = {});
+// The results JSON of one policy: omni-bench's schema, plus "shed_by_reason" and, with traffic
+// classes, "classes" (per class: counts, errors, sheds, TTFT/E2E p50/p99, goodput, queue waits).
+std::string results_json(const ClusterResult& result, const benchstat::Summary& summary,
+                         const std::string& config);
 std::string simulator_line(const ClusterResult& result, double wall_seconds);
 std::string config_json(const Options& options, const ClusterResult& result, double wall_seconds);
 std::string describe(const Options& options);

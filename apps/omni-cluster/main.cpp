@@ -61,12 +61,15 @@ int run(int argc, char** argv) {
   for (const std::string& name : setup->policies) {
     auto source = open_source(options);
     if (!source) return fail(source.error().message);
+    if (setup->only_class) {
+      (*source)->keep_only(setup->config.classes, setup->config.seed, *setup->only_class);
+    }
     auto policy = sched::make_placement_policy(name, policy_settings(options));
     if (!policy) return fail(policy.error().message);
     RecordSink sink;
     if (records) {
-      sink = [&records, &name](const RequestRecord& r) {
-        *records << record_line(name, r) << '\n';
+      sink = [&records, &name, &setup](const RequestRecord& r) {
+        *records << record_line(name, r, setup->config.classes) << '\n';
       };
     }
     const auto started = std::chrono::steady_clock::now();
@@ -81,9 +84,10 @@ int run(int argc, char** argv) {
     if ((*source)->error()) return fail((*source)->error()->message);
     const benchstat::Summary summary = to_summary(*result, setup->slo);
     std::cout << "== policy " << name << " ==\n" << benchstat::format_table(summary);
+    std::cout << class_table_text(*result, !setup->slo.empty());
     std::cout << simulator_line(*result, wall) << "\n\n";
     if (json.size() > 1) json += ",";
-    json += benchstat::to_json(summary, config_json(options, *result, wall));
+    json += results_json(*result, summary, config_json(options, *result, wall));
     results.push_back(std::move(*result));
   }
   json += "]";

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -212,7 +213,61 @@ std::string summary_table(const std::vector<ClusterResult>& results) {
   return html + "</table>\n";
 }
 
+std::string shed_text(const std::map<std::string, std::uint64_t>& by_reason) {
+  std::string text;
+  for (const auto& [reason, count] : by_reason) {
+    text += fmt::format("{}{} {}", text.empty() ? "" : ", ", count, reason);
+  }
+  return text.empty() ? "0" : text;
+}
+
+double mean_wait_ms(const ClassResult& c) {
+  double total = 0.0;
+  for (const double s : c.queue_wait_s) total += s;
+  return c.legs_delayed > 0 ? total / static_cast<double>(c.legs_delayed) * 1e3 : 0.0;
+}
+
+std::string class_table_html(const ClusterResult& r) {
+  if (r.classes.empty()) return {};
+  std::string html = fmt::format(
+      "<h3>Traffic classes ({})</h3>\n<table><tr><th>class</th><th>band</th><th>tenant</th>"
+      "<th>requests</th><th>completed</th><th>failed</th><th>shed</th><th>TTFT p50 / p99 "
+      "(ms)</th><th>E2E p50 / p99 (s)</th><th>good</th><th>legs delayed</th><th>mean delay "
+      "(ms)</th></tr>\n",
+      escape(r.policy));
+  for (const ClassResult& c : r.classes) {
+    html += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td>{:.1f} / {:.1f}</td><td>{:.2f} / {:.2f}</td><td>{}</td><td>{}</td><td>{:.1f}</td>"
+        "</tr>\n",
+        escape(c.name), escape(c.band), c.tenant, c.requests, c.completed, c.failed,
+        escape(shed_text(c.shed_by_reason)), c.ttft_ms.quantile(0.5), c.ttft_ms.quantile(0.99),
+        c.e2e_ms.quantile(0.5) / 1e3, c.e2e_ms.quantile(0.99) / 1e3, c.good, c.legs_delayed,
+        mean_wait_ms(c));
+  }
+  return html + "</table>\n";
+}
+
 }  // namespace
+
+std::string class_table_text(const ClusterResult& r, bool with_goodput) {
+  if (r.classes.empty()) return {};
+  std::string text = fmt::format(
+      "{:<14} {:>8} {:>6} {:>8} {:>9} {:>7} {:>19} {:>19} {:>17}{} {:>9} {:>10}\n", "class", "band",
+      "tenant", "requests", "completed", "failed", "TTFT p50/p99 (ms)", "E2E p50/p99 (s)", "shed",
+      with_goodput ? fmt::format(" {:>12}", "goodput/s") : "", "delayed", "wait (ms)");
+  for (const ClassResult& c : r.classes) {
+    text += fmt::format(
+        "{:<14} {:>8} {:>6} {:>8} {:>9} {:>7} {:>19} {:>19} {:>17}{} {:>9} {:>10.1f}\n", c.name,
+        c.band, c.tenant, c.requests, c.completed, c.failed,
+        fmt::format("{:.1f}/{:.1f}", c.ttft_ms.quantile(0.5), c.ttft_ms.quantile(0.99)),
+        fmt::format("{:.2f}/{:.2f}", c.e2e_ms.quantile(0.5) / 1e3, c.e2e_ms.quantile(0.99) / 1e3),
+        shed_text(c.shed_by_reason),
+        with_goodput ? fmt::format(" {:>12.3f}", c.goodput_offered(r)) : "", c.legs_delayed,
+        mean_wait_ms(c));
+  }
+  return text;
+}
 
 Status write_report(const std::string& dir, const ReportInput& input) {
   std::error_code ec;
@@ -248,6 +303,7 @@ Status write_report(const std::string& dir, const ReportInput& input) {
       "<p>Command: <code>{1}</code></p>\n<p>{2}</p>\n",
       escape(input.title), escape(input.command_line), escape(input.config_summary));
   html += summary_table(input.results);
+  for (const ClusterResult& result : input.results) html += class_table_html(result);
   for (const auto& [name, svg] : charts) {
     if (auto status = write_file(root / name, svg); !status.ok()) return status;
     html += "<div>" + svg + "</div>\n";

@@ -90,6 +90,7 @@ struct Flight {
   double last_token = -1.0;
   std::uint32_t tokens = 0;
   std::uint32_t cached = 0;
+  std::uint32_t klass = 0;  // traffic class (ClusterConfig::classes)
 };
 
 constexpr std::uint32_t kMaxRunSteps = 1u << 20;
@@ -110,7 +111,9 @@ double seconds_at(TimePoint t) {
 
 std::string group_name(std::uint32_t group) { return "g" + std::to_string(group); }
 
-class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOracle {
+class Simulation final : public proxy::TransferModel,
+                         public proxy::FreshCacheOracle,
+                         public proxy::SchedulerObserver {
  public:
   Simulation(const ClusterConfig& config, const engine::CostModel& prefill_cost,
              const engine::CostModel& decode_cost, RequestSource& source,
@@ -123,7 +126,8 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
         decision_sink_(decision_sink),
         inputs_(inputs),
         policy_name_(policy->name()),
-        core_(clock_, gateway_options(config, *this, *this), std::move(policy)) {
+        downstream_(config.gateway.observer),
+        core_(clock_, gateway_options(config, *this, *this, *this), std::move(policy)) {
     instances_.reserve(config.prefill_instances + config.decode_instances);
     std::vector<proxy::NodeSpec> nodes;
     for (std::uint32_t i = 0; i < config.prefill_instances; ++i) {
@@ -142,6 +146,13 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
       inputs_(in);
     }
     result_.policy = policy_name_;
+    for (const TrafficClass& c : config.classes) {
+      ClassResult klass;
+      klass.name = c.name;
+      klass.band = std::string(proxy::band_name(config.gateway.traffic.bands, c.band));
+      klass.tenant = c.tenant;
+      result_.classes.push_back(std::move(klass));
+    }
     label_timeline();
   }
 
@@ -189,11 +200,50 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
     return instances_[node].engine.cached_prefix_tokens(copy);
   }
 
+  // SchedulerObserver: the core's sheds and queue waits are counted per class; every hook is
+  // passed on to the observer the configuration gave, if any.
+  void on_prefix_lookup(std::uint32_t matched_tokens) override {
+    if (downstream_) downstream_->on_prefix_lookup(matched_tokens);
+  }
+  void on_health_change(const proxy::NodeSpec& node, proxy::NodeHealth from, proxy::NodeHealth to,
+                        proxy::HealthCause cause, Duration for_how_long) override {
+    if (downstream_) downstream_->on_health_change(node, from, to, cause, for_how_long);
+  }
+  void on_release(const proxy::NodeSpec& node, Outcome outcome, Duration held) override {
+    if (downstream_) downstream_->on_release(node, outcome, held);
+  }
+  bool wants_placements() const override {
+    return downstream_ != nullptr && downstream_->wants_placements();
+  }
+  void on_placement(const Ticket& ticket, std::span<const proxy::PlacementInput> inputs,
+                    std::size_t chosen) override {
+    if (downstream_) downstream_->on_placement(ticket, inputs, chosen);
+  }
+  void on_waited(const Ticket& ticket, const proxy::WaitTimes& waited) override {
+    if (downstream_) downstream_->on_waited(ticket, waited);
+    if (result_.classes.empty()) return;
+    const auto it = flights_.find(request_of_ticket(ticket.id));
+    if (it == flights_.end()) return;
+    ClassResult& klass = result_.classes[it->second.klass];
+    Duration total{};
+    for (std::size_t cause = 0; cause < proxy::kWaitCauses; ++cause) {
+      total += waited[cause];
+      klass.queue_wait_s[cause] += std::chrono::duration<double>(waited[cause]).count();
+    }
+    if (total > Duration::zero()) ++klass.legs_delayed;
+  }
+  void on_shed(const Ticket& ticket, proxy::ShedReason reason) override {
+    if (downstream_) downstream_->on_shed(ticket, reason);
+    shed_[request_of_ticket(ticket.id)] = reason;
+  }
+
  private:
   static proxy::SchedulerOptions gateway_options(const ClusterConfig& config,
                                                  const proxy::TransferModel& transfer,
-                                                 const proxy::FreshCacheOracle& oracle) {
+                                                 const proxy::FreshCacheOracle& oracle,
+                                                 proxy::SchedulerObserver& observer) {
     proxy::SchedulerOptions o = config.gateway;
+    o.observer = &observer;
     o.aggregated = config.prefill_instances == 0;
     o.block_size =
         o.aggregated ? config.decode_engine.block_size : config.prefill_engine.block_size;
@@ -301,6 +351,9 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
     pull_arrival();
     Flight flight;
     flight.arrival = now_;
+    flight.klass =
+        static_cast<std::uint32_t>(class_of_request(config_.classes, config_.seed, request.id));
+    if (!result_.classes.empty()) ++result_.classes[flight.klass].requests;
     flight.prompt = request.prompt_tokens;
     flight.output = std::max<std::uint32_t>(1, request.output_tokens);
     auto hashes = engine_block_hashes(request, block_size());
@@ -313,6 +366,7 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
     if (!inserted) {
       Flight duplicate;
       duplicate.arrival = now_;
+      duplicate.klass = it->second.klass;
       fail(request.id, duplicate, "duplicate request id", "rejected");
       return;
     }
@@ -334,6 +388,12 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
       ticket.group = flight.group;
       ticket.prefill_node = static_cast<std::uint32_t>(flight.prefill);
     }
+    if (!config_.classes.empty()) {
+      const TrafficClass& klass = config_.classes[flight.klass];
+      ticket.band = klass.band;
+      ticket.tenant = klass.tenant;
+      ticket.tenant_weight = klass.tenant_weight;
+    }
     if (inputs_) {
       GatewayInput in;
       in.kind = GatewayInput::Kind::kSubmit;
@@ -343,7 +403,7 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
     }
     if (Status submitted = core_.submit(std::move(ticket)); !submitted) {
       auto it = flights_.find(id);
-      fail(id, it->second, submitted.error().message, "rejected");
+      fail(id, it->second, submitted.error().message, gateway_failure(id, submitted.error()));
       flights_.erase(it);
       return;
     }
@@ -386,8 +446,7 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
           now_, id, role, decision.lease ? static_cast<std::int32_t>(decision.lease->node) : -1});
     }
     if (!decision.lease) {
-      const bool timeout = decision.lease.error().code == ErrorCode::kTimeout;
-      fail(id, flight, decision.lease.error().message, timeout ? "timed_out" : "unavailable");
+      fail(id, flight, decision.lease.error().message, gateway_failure(id, decision.lease.error()));
       flights_.erase(it);
       return;
     }
@@ -407,6 +466,25 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
     } else if (config_.pattern == PdPattern::kSequential || flight.prefilled) {
       push(now_ + config_.network_latency_s + transfer_seconds(flight), EventKind::kTransferDone,
            id);
+    }
+  }
+
+  // The failure kind of a leg the gateway refused: shed (a sheddable band gave it up, the
+  // observer said why), rejected (the queue was full), timed_out or unavailable.
+  const char* gateway_failure(std::uint64_t id, const Error& error) {
+    if (auto shed = shed_.find(id); shed != shed_.end()) {
+      const std::string reason(proxy::shed_reason_name(shed->second));
+      shed_.erase(shed);
+      ++result_.shed_by_reason[reason];
+      if (auto it = flights_.find(id); it != flights_.end() && !result_.classes.empty()) {
+        ++result_.classes[it->second.klass].shed_by_reason[reason];
+      }
+      return "shed";
+    }
+    switch (error.code) {
+      case ErrorCode::kTimeout: return "timed_out";
+      case ErrorCode::kResourceExhausted: return "rejected";
+      default: return "unavailable";
     }
   }
 
@@ -737,6 +815,7 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
     record.cached_tokens = flight.cached;
     record.prefill_instance = flight.prefill;
     record.decode_instance = pool_index(flight.decode);
+    if (!config_.classes.empty()) record.traffic_class = static_cast<std::int32_t>(flight.klass);
     account(record);
     flights_.erase(it);
   }
@@ -759,7 +838,15 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
     const bool ttft_ok = slo.ttft_s <= 0 || record.ttft_s <= slo.ttft_s;
     const bool tpot_ok = slo.tpot_s <= 0 || record.tpot_s <= slo.tpot_s;
     const bool e2e_ok = slo.e2e_s <= 0 || record.e2e_s <= slo.e2e_s;
-    if (ttft_ok && tpot_ok && e2e_ok) ++result_.good;
+    const bool good = ttft_ok && tpot_ok && e2e_ok;
+    if (good) ++result_.good;
+    if (record.traffic_class >= 0) {
+      ClassResult& klass = result_.classes[static_cast<std::size_t>(record.traffic_class)];
+      ++klass.completed;
+      klass.ttft_ms.add(record.ttft_s * 1e3);
+      klass.e2e_ms.add(record.e2e_s * 1e3);
+      if (good) ++klass.good;
+    }
     last_completion_ = std::max(last_completion_, now_ + config_.network_latency_s);
     if (sink_) sink_(record);
   }
@@ -771,6 +858,11 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
     release(flight.decode_lease, Outcome::kNeutral);
     ++result_.failed;
     ++result_.failed_by_kind[kind];
+    if (!result_.classes.empty()) {
+      ClassResult& klass = result_.classes[flight.klass];
+      ++klass.failed;
+      ++klass.failed_by_kind[kind];
+    }
     if (sink_) {
       RequestRecord record;
       record.id = id;
@@ -780,6 +872,7 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
       record.decode_instance = pool_index(flight.decode);
       record.ok = false;
       record.error = why;
+      if (!config_.classes.empty()) record.traffic_class = static_cast<std::int32_t>(flight.klass);
       sink_(record);
     }
   }
@@ -821,6 +914,8 @@ class Simulation final : public proxy::TransferModel, public proxy::FreshCacheOr
   const DecisionSink& decision_sink_;
   const GatewayInputSink& inputs_;
   std::string policy_name_;
+  proxy::SchedulerObserver* downstream_;  // the configuration's observer, if any
+  std::unordered_map<std::uint64_t, proxy::ShedReason> shed_;  // request id → why it was shed
   ManualClock clock_;
   proxy::Scheduler core_;  // the gateway: the very object omni-proxy runs
 
@@ -855,6 +950,10 @@ double ClusterResult::goodput() const {
 }
 double ClusterResult::goodput_offered() const {
   const double span = arrival_span_s > 0 ? arrival_span_s : duration_s;
+  return span > 0 ? static_cast<double>(good) / span : 0.0;
+}
+double ClassResult::goodput_offered(const ClusterResult& run) const {
+  const double span = run.arrival_span_s > 0 ? run.arrival_span_s : run.duration_s;
   return span > 0 ? static_cast<double>(good) / span : 0.0;
 }
 double ClusterResult::prefix_cache_hit_rate() const {

@@ -64,5 +64,37 @@ TEST(Report, WritesHtmlWithTheTableAndEveryChart) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Report, ClassTableListsEveryClassWithItsSheds) {
+  ClusterResult result;
+  result.policy = "least-tokens";
+  EXPECT_EQ(class_table_text(result, false), "");
+  ClassResult high;
+  high.name = "interactive";
+  high.band = "high";
+  high.requests = 2;
+  high.completed = 2;
+  high.ttft_ms.add(100);
+  high.ttft_ms.add(100);
+  ClassResult low;
+  low.name = "batch";
+  low.band = "low";
+  low.requests = 5;
+  low.failed = 3;
+  low.shed_by_reason["band_timeout"] = 3;
+  result.classes = {high, low};
+  const std::string text = class_table_text(result, true);
+  EXPECT_NE(text.find("interactive"), std::string::npos);
+  EXPECT_NE(text.find("3 band_timeout"), std::string::npos);
+  EXPECT_NE(text.find("goodput/s"), std::string::npos);
+  EXPECT_EQ(class_table_text(result, false).find("goodput/s"), std::string::npos);
+  const auto dir = std::filesystem::temp_directory_path() / "omni_cluster_class_report_test";
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(write_report(dir.string(), {"title", "cmd", "cfg", {result}}).ok());
+  const std::string html = read(dir / "report.html");
+  EXPECT_NE(html.find("Traffic classes (least-tokens)"), std::string::npos);
+  EXPECT_NE(html.find("<td>batch</td><td>low</td>"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace omni::cluster

@@ -36,6 +36,12 @@ struct ReportInput {
   std::vector<ClusterResult> results;  // one per policy, same workload
 };
 
+// The per-traffic-class figures of one result as a plain-text table (one row per class:
+// requests, completed, failed, shed by reason, TTFT and E2E p50/p99, goodput per second of
+// arrivals when `with_goodput`, legs delayed in the gateway and their mean wait); empty when the
+// run had no classes.
+std::string class_table_text(const ClusterResult& result, bool with_goodput);
+
 // Writes DIR/report.html, DIR/ttft_cdf.svg, DIR/tpot_cdf.svg and, per policy,
 // DIR/<policy>_queue.svg and DIR/<policy>_kv.svg. Creates DIR.
 Status write_report(const std::string& dir, const ReportInput& input);

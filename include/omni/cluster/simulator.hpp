@@ -16,6 +16,7 @@
 // a batch at the next step boundary, as in vLLM).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -25,6 +26,7 @@
 
 #include "omni/cluster/histogram.hpp"
 #include "omni/cluster/request.hpp"
+#include "omni/cluster/traffic_class.hpp"
 #include "omni/common/result.hpp"
 #include "omni/engine/cost_model.hpp"
 #include "omni/engine/engine.hpp"
@@ -75,6 +77,10 @@ struct ClusterConfig {
   // The engines' own load (running, waiting, KV usage) reaches the gateway this often, as
   // omni-proxy's health checker scrapes /metrics (health.interval). 0: after every step.
   double engine_metrics_interval_s = 1.0;
+  // Traffic classes (traffic_class.hpp): each request belongs to one, drawn from (seed, id) by
+  // share, and its tickets carry the class's band, tenant and tenant weight; the bands are
+  // gateway.traffic's. Empty: one class, no per-class figures.
+  std::vector<TrafficClass> classes;
 };
 
 // One finished (or failed) request, for per-request JSON lines.
@@ -91,6 +97,30 @@ struct RequestRecord {
   std::int32_t decode_instance = -1;
   bool ok = true;
   std::string error;
+  std::int32_t traffic_class = -1;  // index into ClusterConfig::classes; -1: none
+};
+
+struct ClusterResult;
+
+// The figures of one traffic class.
+struct ClassResult {
+  std::string name;
+  std::string band;            // its band's name ("default" without bands)
+  std::uint32_t tenant = 0;    // 0: none
+  std::uint64_t requests = 0;  // arrived
+  std::uint64_t completed = 0;
+  std::uint64_t failed = 0;
+  std::map<std::string, std::uint64_t> failed_by_kind;  // as ClusterResult's
+  std::map<std::string, std::uint64_t> shed_by_reason;  // evicted, band_full, band_timeout
+  std::uint64_t good = 0;                               // completed within the SLOs
+  LogHistogram ttft_ms, e2e_ms;
+  // Gateway legs (a PD request has two) that waited in the gateway's queue at all, and the
+  // seconds all its legs waited there, per cause (proxy::WaitCause's order).
+  std::uint64_t legs_delayed = 0;
+  std::array<double, proxy::kWaitCauses> queue_wait_s{};
+  // Its requests finished within the SLOs per second of the run's arrival span (as
+  // ClusterResult::goodput_offered).
+  double goodput_offered(const ClusterResult& run) const;
 };
 
 struct TimelinePoint {
@@ -108,9 +138,11 @@ struct ClusterResult {
   std::uint64_t completed = 0;
   std::uint64_t failed = 0;
   // rejected (the gateway's queue was full, or the engine refused), timed_out (no node within the
-  // gateway's queue timeout), unavailable, never_finished, aborted
+  // gateway's queue timeout), shed (a sheddable band gave it up), unavailable, never_finished,
+  // aborted
   std::map<std::string, std::uint64_t> failed_by_kind;
-  std::uint64_t good = 0;       // completed within the SLOs
+  std::map<std::string, std::uint64_t> shed_by_reason;  // proxy::shed_reason_name's names
+  std::uint64_t good = 0;                               // completed within the SLOs
   double duration_s = 0.0;      // first arrival to last completion, virtual seconds
   double arrival_span_s = 0.0;  // first arrival to last arrival
   std::uint64_t prompt_tokens = 0;
@@ -126,6 +158,7 @@ struct ClusterResult {
   std::uint64_t preemptions = 0;
   std::uint64_t decode_holds = 0;          // prefilled requests the policy held for a decode node
   std::uint64_t decode_hold_timeouts = 0;  // of those, placed by the bound (time or capacity)
+  std::vector<ClassResult> classes;        // one per ClusterConfig::classes entry, in its order
   double request_throughput() const;
   double output_token_throughput() const;
   // Requests finished within the SLOs per second of the run (duration_s), as `vllm bench serve`
