@@ -97,10 +97,11 @@ void add_flags(CLI::App& cli, Options& o) {
                "What-if only: the gateway sees every engine's exact cache instantly instead of "
                "their KV events");
   // Traffic classes (docs/omni-cluster.md): the gateway's bands, and the workload's class mix.
-  cli.add_option("--traffic-bands", o.traffic_bands,
-                 "The gateway's priority bands, most urgent first: "
-                 "name:max_priority[:sheddable][:weight=W][:timeout=S][:max-waiting=N],... "
-                 "(default: one band)");
+  cli.add_option(
+      "--traffic-bands", o.traffic_bands,
+      "The gateway's priority bands, most urgent first: "
+      "name:max_priority[:sheddable][:weight=W][:timeout=S][:max-waiting=N][:share=F],... "
+      "(default: one band)");
   cli.add_option("--band-order", o.band_order,
                  "Order of the bands in the gateway queue: strict or weighted (by band weight)")
       ->check(CLI::IsMember({"strict", "weighted"}))
@@ -110,7 +111,7 @@ void add_flags(CLI::App& cli, Options& o) {
       ->capture_default_str();
   cli.add_option("--traffic-classes", o.traffic_classes,
                  "The workload's classes, each a share of its requests: "
-                 "name:share[:band=B][:tenant=T][:weight=W],... (default: one class)");
+                 "name:share[:band=B][:tenant=T][:weight=W][:share=F],... (default: one class)");
   cli.add_option("--only-class", o.only_class,
                  "Replay only this class's requests (the same ones at the same times): the "
                  "class's baseline without the others");

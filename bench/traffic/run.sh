@@ -49,6 +49,8 @@ for setup in "32 48" "16 38"; do
   run "one_$1" "$2" "$1" --traffic-classes 'interactive:0.2,batch:0.8'
   run "bands_$1" "$2" "$1" --traffic-bands "$BANDS" --traffic-classes "$CLASSES"
   run "alone_$1" "$2" "$1" --traffic-bands "$BANDS" --traffic-classes "$CLASSES" --only-class interactive
+  # Headroom: the low band may fill only 75% of each node (omni-proxy's node_share).
+  run "headroom_$1" "$2" "$1" --traffic-bands "$BANDS:share=0.75" --traffic-classes "$CLASSES"
 done
 
 TENANTS='big:10:tenant=big,small:1:tenant=small'
@@ -56,6 +58,9 @@ for timeout in 30 5; do
   run "fair_$timeout" 48 32 --timeouts-queue "$timeout" --traffic-classes "$TENANTS"
   run "shared_$timeout" 48 32 --timeouts-queue "$timeout" --traffic-classes 'big:10,small:1'
   run "solo_$timeout" 48 32 --timeouts-queue "$timeout" --traffic-classes "$TENANTS" --only-class small
+  # Headroom: the big tenant may fill only 90% of each node (omni-proxy's tenant node_share).
+  run "capped_$timeout" 48 32 --timeouts-queue "$timeout" \
+    --traffic-classes 'big:10:tenant=big:share=0.9,small:1:tenant=small'
 done
 
 python3 - "$OUT" <<'PY'
@@ -78,7 +83,8 @@ print("\n| node limit, offered | run | class | requests | completed | shed | oth
       "TTFT p50 (ms) | TTFT p99 (ms) | E2E p99 (s) | legs delayed | mean gateway wait (ms) |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for limit, rate in ((32, 48), (16, 38)):
-    for run, label in (("alone", "interactive alone"), ("bands", "two bands"), ("one", "one queue")):
+    for run, label in (("alone", "interactive alone"), ("bands", "two bands"),
+                       ("headroom", "two bands, low share 0.75"), ("one", "one queue")):
         for name, c in load(f"{run}_{limit}").items():
             if c["requests"] == 0: continue
             shed, other = errors(c)
@@ -89,24 +95,36 @@ for limit, rate in ((32, 48), (16, 38)):
     hi = load(f"bands_{limit}")["interactive"]["ttft_ms"]["p99"]
     lo = load(f"alone_{limit}")["interactive"]["ttft_ms"]["p99"]
     one = load(f"one_{limit}")["interactive"]["ttft_ms"]["p99"]
+    room = load(f"headroom_{limit}")["interactive"]["ttft_ms"]["p99"]
+    done = {run: json.load(open(f"{out}/{run}_{limit}.json"))["request_throughput"]
+            for run in ("bands", "headroom")}
     print(f"\nnode limit {limit}: high-band TTFT p99 loaded / alone = {hi:.0f} / {lo:.0f} = "
-          f"**{hi/lo:.2f}x** (target ≤ 1.5x); one queue: {one:.0f} ms = {one/lo:.1f}x")
+          f"**{hi/lo:.2f}x** (target ≤ 1.5x); with the low band's share 0.75: {room:.0f} ms = "
+          f"**{room/lo:.2f}x** at {done['headroom']:.1f} req/s completed (against "
+          f"{done['bands']:.1f}); one queue: {one:.0f} ms = {one/lo:.1f}x")
 
 print("\n## Two tenants, 10:1, at ~2x overload (48 req/s, node limit 32, one band)")
 print("\n| queue timeout | run | class | requests | completed | failures | TTFT p50 (ms) | "
       "TTFT p99 (ms) | E2E p99 (s) | mean gateway wait (ms) |")
 print("|---|---|---|---|---|---|---|---|---|---|")
 for timeout in (30, 5):
-    for run, label in (("solo", "small alone"), ("fair", "tenants (fair queuing)"), ("shared", "no tenants (one queue)")):
+    for run, label in (("solo", "small alone"), ("fair", "tenants (fair queuing)"),
+                       ("capped", "tenants, big's share 0.9"), ("shared", "no tenants (one queue)")):
         for name, c in load(f"{run}_{timeout}").items():
             if c["requests"] == 0: continue
             shed, other = errors(c)
             n, w = delay(c)
-            print(f"| {timeout} s | {label} | {name} | {c['requests']} | {c['completed']} | {other} | "
+            failures = other if shed == "0" else f"{shed} shed, {other}"
+            print(f"| {timeout} s | {label} | {name} | {c['requests']} | {c['completed']} | {failures} | "
                   f"{c['ttft_ms']['p50']:.0f} | {c['ttft_ms']['p99']:.0f} | {c['e2e_ms']['p99']/1e3:.2f} | {w:.0f} |")
     fair = load(f"fair_{timeout}")["small"]["ttft_ms"]["p99"]
     solo = load(f"solo_{timeout}")["small"]["ttft_ms"]["p99"]
     shared = load(f"shared_{timeout}")["small"]["ttft_ms"]["p99"]
+    capped = load(f"capped_{timeout}")["small"]["ttft_ms"]["p99"]
+    done = {run: json.load(open(f"{out}/{run}_{timeout}.json"))["request_throughput"]
+            for run in ("fair", "capped")}
     print(f"\nqueue timeout {timeout} s: small tenant TTFT p99 fair / alone = {fair:.0f} / {solo:.0f} = "
-          f"**{fair/solo:.2f}x** (target ≤ 1.5x); without tenants {shared:.0f} ms = {shared/solo:.1f}x")
+          f"**{fair/solo:.2f}x** (target ≤ 1.5x); with the big tenant's share 0.9: {capped:.0f} ms = "
+          f"**{capped/solo:.2f}x** at {done['capped']:.1f} req/s completed (against "
+          f"{done['fair']:.1f}); without tenants {shared:.0f} ms = {shared/solo:.1f}x")
 PY

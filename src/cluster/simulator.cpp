@@ -393,6 +393,7 @@ class Simulation final : public proxy::TransferModel,
       ticket.band = klass.band;
       ticket.tenant = klass.tenant;
       ticket.tenant_weight = klass.tenant_weight;
+      ticket.tenant_node_share = klass.tenant_node_share;
     }
     if (inputs_) {
       GatewayInput in;

@@ -107,10 +107,15 @@ Result<std::vector<proxy::BandSpec>> parse_traffic_bands(std::string_view text) 
         if (!parse_number(kv.value, band.max_waiting)) {
           return bad(kBandsFlag, item, "max-waiting must be a count");
         }
+      } else if (kv.key == "share" && kv.has_value) {
+        if (!parse_number(kv.value, band.node_share) || !(band.node_share > 0) ||
+            band.node_share > 1) {
+          return bad(kBandsFlag, item, "share must be a number in (0, 1]");
+        }
       } else {
         return bad(kBandsFlag, item,
                    "unknown option '" + std::string(parts[i]) +
-                       "' (known: sheddable, weight=W, timeout=S, max-waiting=N)");
+                       "' (known: sheddable, weight=W, timeout=S, max-waiting=N, share=F)");
       }
     }
     for (const proxy::BandSpec& before : bands) {
@@ -177,14 +182,20 @@ Result<std::vector<TrafficClass>> parse_traffic_classes(std::string_view text,
           return bad(kClassesFlag, item, "weight must be a positive number");
         }
         weighted = true;
+      } else if (kv.key == "share") {
+        if (!parse_number(kv.value, c.tenant_node_share) || !(c.tenant_node_share > 0) ||
+            c.tenant_node_share > 1) {
+          return bad(kClassesFlag, item, "share must be a number in (0, 1]");
+        }
+        weighted = true;
       } else {
-        return bad(
-            kClassesFlag, item,
-            "unknown option '" + std::string(kv.key) + "' (known: band=B, tenant=T, weight=W)");
+        return bad(kClassesFlag, item,
+                   "unknown option '" + std::string(kv.key) +
+                       "' (known: band=B, tenant=T, weight=W, share=F)");
       }
     }
     if (weighted && c.tenant == 0) {
-      return bad(kClassesFlag, item, "weight= is a tenant's weight: give tenant= too");
+      return bad(kClassesFlag, item, "weight= and share= are a tenant's: give tenant= too");
     }
     if (c.tenant != 0) {
       const auto [it, inserted] = tenant_weights.emplace(c.tenant, c.tenant_weight);

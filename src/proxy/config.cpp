@@ -82,6 +82,10 @@ void describe_band(config::Schema<BandSpec>& s) {
           "Longest wait of its requests; 0s: timeouts.queue");
   s.field("max_waiting", &BandSpec::max_waiting,
           "Sheddable bands: at most this many of its requests wait (429 beyond); 0: no bound");
+  s.field("node_share", &BandSpec::node_share,
+          "Its requests see each node's thresholds scaled by this (0..1]: the rest is headroom "
+          "for more urgent bands")
+      .range(0.01, 1.0);
 }
 
 void describe_tenant(config::Schema<TenantConfig>& s) {
@@ -91,6 +95,10 @@ void describe_tenant(config::Schema<TenantConfig>& s) {
           "Its clients' keys, one per line (also accepted as API keys); re-read on reload")
       .non_empty();
   s.field("weight", &C::weight, "Its share against the other tenants of a band").min(0.001);
+  s.field("node_share", &C::node_share,
+          "Its requests see each node's thresholds scaled by this (0..1]: the rest is headroom "
+          "for the other tenants")
+      .range(0.01, 1.0);
   s.field("default_priority", &C::default_priority, "Priority of its requests that name none");
   s.field("min_priority", &C::min_priority,
           "The most urgent priority it may ask for (lower values are clamped to it)");

@@ -53,6 +53,7 @@ Ticket make_ticket(Call& call, const LegRequest& leg) {
   ticket.band = call.traffic.band;
   ticket.tenant = call.traffic.tenant;
   ticket.tenant_weight = call.traffic.weight;
+  ticket.tenant_node_share = call.traffic.node_share;
   // Only placements that prefill look prefixes up (a PD decode leg goes by load).
   if (leg.role == Role::kPrefill || call.g.config.pd_mode == PdMode::kAggregated) {
     ticket.block_hashes = call.prompt.block_hashes;

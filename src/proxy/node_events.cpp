@@ -128,9 +128,10 @@ Result<NodeMetricFamilies> register_node_metrics(metrics::Registry& registry) {
   f.queue_wait = *waits;
   auto shed = registry.counter(
       "omni_proxy_shed_total",
-      "Requests of a sheddable band given up under overload (answered 429), by band and reason: "
+      "Requests given up under overload (answered 429), by band and reason: "
       "evicted (a more urgent request needed its place in the full queue), band_full (the band "
-      "had max_waiting requests waiting), band_timeout (it waited past the band's timeout).",
+      "had max_waiting requests waiting), band_timeout (it waited past the band's timeout), "
+      "queue_share (the queue was full and its tenant held more of it than the newcomer's).",
       {"band", "reason"});
   if (!shed) return std::move(shed).error();
   f.shed = *shed;

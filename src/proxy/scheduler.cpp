@@ -113,6 +113,7 @@ std::string_view shed_reason_name(ShedReason reason) noexcept {
     case ShedReason::kEvicted: return "evicted";
     case ShedReason::kBandFull: return "band_full";
     case ShedReason::kBandTimeout: return "band_timeout";
+    case ShedReason::kQueueShare: return "queue_share";
   }
   return "unknown";
 }
@@ -145,25 +146,81 @@ Status Scheduler::admit_band(const Ticket& ticket) {
                                                        " of its requests wait already)");
 }
 
-// The queue is full: the newest waiting ticket of the least urgent sheddable band that is less
-// urgent than `incoming` gives its place up. Returns whether one did.
+// The queue is full: a less urgent sheddable ticket, else a ticket of a tenant over its share of
+// the incoming ticket's band (traffic.hpp, "fair drop"), gives its place up. Returns whether one
+// did.
 bool Scheduler::evict_for(const Ticket& incoming, TimePoint now) {
+  ShedReason reason = ShedReason::kEvicted;
+  auto victim = sheddable_victim(incoming);
+  if (victim == queue_.end()) {
+    victim = share_victim(incoming);
+    reason = ShedReason::kQueueShare;
+  }
+  if (victim == queue_.end()) return false;
+  if (victim->held) --decodes_held_now_;
+  if (options_.observer) options_.observer->on_shed(victim->ticket, reason);
+  shed_.push_back(
+      {victim->ticket.id,
+       make_error(ErrorCode::kResourceExhausted,
+                  reason == ShedReason::kEvicted
+                      ? "shed under overload: a more urgent request took its place in the full "
+                        "queue"
+                      : "shed under overload: the queue is full and its tenant held more than "
+                        "its share of it")});
+  leave(*victim, now);
+  queue_.erase(victim);
+  return true;
+}
+
+// The newest waiting ticket of the least urgent sheddable band less urgent than `incoming`.
+std::deque<Scheduler::Waiting>::iterator Scheduler::sheddable_victim(const Ticket& incoming) {
   auto victim = queue_.end();
   for (auto it = queue_.begin(); it != queue_.end(); ++it) {
     const BandSpec* spec = band_spec(it->ticket.band);
     if (spec == nullptr || !spec->sheddable || it->ticket.band <= incoming.band) continue;
     if (victim == queue_.end() || it->ticket.band >= victim->ticket.band) victim = it;
   }
-  if (victim == queue_.end()) return false;
-  if (victim->held) --decodes_held_now_;
-  if (options_.observer) options_.observer->on_shed(victim->ticket, ShedReason::kEvicted);
-  shed_.push_back({victim->ticket.id,
-                   make_error(ErrorCode::kResourceExhausted,
-                              "shed under overload: a more urgent request took its place in the "
-                              "full queue")});
-  leave(*victim, now);
-  queue_.erase(victim);
-  return true;
+  return victim;
+}
+
+// The newest ticket, in the incoming ticket's band, of the tenant holding the most of that band
+// per weight, if it holds more than the incoming ticket's tenant would with it.
+std::deque<Scheduler::Waiting>::iterator Scheduler::share_victim(const Ticket& incoming) {
+  if (!classes() && incoming.tenant == 0) return queue_.end();
+  struct Held {
+    std::size_t count = 0;
+    double weight = 1.0;
+  };
+  std::unordered_map<std::uint32_t, Held> held;
+  for (const Waiting& waiting : queue_) {
+    if (waiting.ticket.band != incoming.band) continue;
+    Held& h = held[waiting.ticket.tenant];
+    ++h.count;
+    h.weight = waiting.ticket.tenant_weight > 0 ? waiting.ticket.tenant_weight : 1.0;
+  }
+  const double incoming_weight = incoming.tenant_weight > 0 ? incoming.tenant_weight : 1.0;
+  const double newcomer = static_cast<double>(held[incoming.tenant].count + 1) / incoming_weight;
+  std::optional<std::uint32_t> heaviest;
+  double most = newcomer;
+  for (const auto& [tenant, h] : held) {
+    const double per_weight = static_cast<double>(h.count) / h.weight;
+    if (tenant != incoming.tenant && per_weight > most) {
+      most = per_weight;
+      heaviest = tenant;
+    }
+  }
+  if (!heaviest) return queue_.end();
+  for (auto it = queue_.end(); it != queue_.begin();) {
+    --it;
+    if (it->ticket.band == incoming.band && it->ticket.tenant == *heaviest) return it;
+  }
+  return queue_.end();
+}
+
+double Scheduler::node_share(const Ticket& ticket) const {
+  const BandSpec* spec = band_spec(ticket.band);
+  const double band = spec == nullptr ? 1.0 : spec->node_share;
+  return std::clamp(std::min(band, ticket.tenant_node_share), 1e-6, 1.0);
 }
 
 void Scheduler::note_cause(Waiting& waiting, WaitCause cause, TimePoint now) {
@@ -265,8 +322,9 @@ void Scheduler::schedule(std::vector<Decision>& decisions) {
     const bool bound_reached =
         stage == sched::Stage::kDecode && now - waiting.enqueued >= options_.max_decode_wait;
     const bool unrestricted = ticket.tried.empty();
+    const double share = node_share(ticket);
     auto blocker = std::find_if(blocked_.begin(), blocked_.end(), [&](const Blocked& b) {
-      return b.stage == stage && b.group == ticket.group;
+      return b.stage == stage && b.group == ticket.group && b.share >= share;
     });
     const bool blocked = unrestricted && !bound_reached && blocker != blocked_.end();
     Lease lease;
@@ -290,7 +348,7 @@ void Scheduler::schedule(std::vector<Decision>& decisions) {
     // Unrestricted tickets of one stage and group can all go to the same nodes.
     const bool possible = blocked ? blocker->possible : any_possible(ticket);
     if (unrestricted && !blocked && blocker == blocked_.end()) {
-      blocked_.push_back({stage, ticket.group, possible, band});
+      blocked_.push_back({stage, ticket.group, possible, band, share});
     }
     if (!possible) {
       decisions.push_back(
@@ -785,9 +843,18 @@ bool Scheduler::candidate(const Node& node, const Ticket& ticket) const {
   if (s.spec.role != ticket.role || !selectable(node)) return false;
   if (!ticket.group.empty() && !s.spec.group.empty() && s.spec.group != ticket.group) return false;
   if (std::find(ticket.tried.begin(), ticket.tried.end(), s.id) != ticket.tried.end()) return false;
-  // Under the thresholds now: an idle node takes even a request larger than its limit.
-  return s.load.outstanding_tokens + s.fleet.tokens < options_.node_limits.outstanding_tokens &&
-         s.load.running + s.fleet.running < options_.node_limits.running;
+  // Under the thresholds now (scaled by the ticket's band's node share): an idle node takes even
+  // a request larger than its limit.
+  const double share = node_share(ticket);
+  NodeLoad limits = options_.node_limits;
+  if (share < 1.0) {
+    limits.outstanding_tokens = std::max<std::uint64_t>(
+        static_cast<std::uint64_t>(static_cast<double>(limits.outstanding_tokens) * share), 1);
+    limits.running = std::max<std::uint32_t>(
+        static_cast<std::uint32_t>(static_cast<double>(limits.running) * share), 1);
+  }
+  return s.load.outstanding_tokens + s.fleet.tokens < limits.outstanding_tokens &&
+         s.load.running + s.fleet.running < limits.running;
 }
 
 // Whether some node could still take `ticket` by waiting: one of its role and group, not tried

@@ -86,6 +86,7 @@ Result<RequestClass> TrafficRules::classify(const http::Headers& headers,
   if (result.tenant != 0) {
     const TenantConfig& tenant = config_.tenants[result.tenant - 1];
     result.weight = tenant.weight;
+    result.node_share = tenant.node_share;
     default_priority = tenant.default_priority;
     min_priority = tenant.min_priority;
   }

@@ -24,6 +24,7 @@ struct RequestClass {
   std::uint8_t band = 0;
   std::uint32_t tenant = 0;  // 0: none
   double weight = 1.0;       // the tenant's, in fair queuing
+  double node_share = 1.0;   // the tenant's share of each node's thresholds
   std::int64_t priority = 0;
   // The request asked for a more urgent priority than its tenant may: it got min_priority.
   bool clamped = false;

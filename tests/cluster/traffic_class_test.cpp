@@ -41,8 +41,8 @@ TEST(TrafficClassOf, IsAPureFunctionOfSeedAndId) {
 }
 
 TEST(TrafficBandsFlag, ParsesEveryOption) {
-  auto bands =
-      parse_traffic_bands("high:-1, low:0:sheddable:weight=0.5:timeout=2.5:max-waiting=40");
+  auto bands = parse_traffic_bands(
+      "high:-1, low:0:sheddable:weight=0.5:timeout=2.5:max-waiting=40:share=0.75");
   ASSERT_TRUE(bands.ok()) << bands.error().message;
   ASSERT_EQ(bands->size(), 2u);
   EXPECT_EQ((*bands)[0].name, "high");
@@ -53,14 +53,17 @@ TEST(TrafficBandsFlag, ParsesEveryOption) {
   EXPECT_DOUBLE_EQ((*bands)[1].weight, 0.5);
   EXPECT_EQ((*bands)[1].queue_timeout, std::chrono::milliseconds(2500));
   EXPECT_EQ((*bands)[1].max_waiting, 40u);
+  EXPECT_DOUBLE_EQ((*bands)[1].node_share, 0.75);
+  EXPECT_DOUBLE_EQ((*bands)[0].node_share, 1.0);
   auto none = parse_traffic_bands("");
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty());
 }
 
 TEST(TrafficBandsFlag, RejectsBadValuesWithTheItem) {
-  for (const char* text : {"high", "high:x", "high:0,low:0", "a:0,a:1", "low:0:shed",
-                           "low:0:weight=0", "low:0:timeout=-1", "low:0:max-waiting=-3"}) {
+  for (const char* text :
+       {"high", "high:x", "high:0,low:0", "a:0,a:1", "low:0:shed", "low:0:weight=0",
+        "low:0:timeout=-1", "low:0:max-waiting=-3", "low:0:share=0", "low:0:share=1.5"}) {
     auto bands = parse_traffic_bands(text);
     ASSERT_FALSE(bands.ok()) << text;
     EXPECT_EQ(bands.error().code, ErrorCode::kInvalidArgument);
@@ -73,7 +76,7 @@ TEST(TrafficClassesFlag, ParsesBandsTenantsAndWeights) {
   ASSERT_TRUE(bands.ok());
   auto classes = parse_traffic_classes(
       "interactive:0.2:band=high:tenant=acme:weight=2,batch:0.8:band=low:tenant=zeta,"
-      "default:1,more-acme:1:tenant=acme:weight=2",
+      "default:1,more-acme:1:tenant=acme:weight=2:share=0.5",
       *bands);
   ASSERT_TRUE(classes.ok()) << classes.error().message;
   ASSERT_EQ(classes->size(), 4u);
@@ -82,6 +85,8 @@ TEST(TrafficClassesFlag, ParsesBandsTenantsAndWeights) {
   // No band: the band of priority 0, as a request without a priority in omni-proxy.
   EXPECT_EQ((*classes)[2], (TrafficClass{"default", 1, 1, 0, 1.0}));
   EXPECT_EQ((*classes)[3].tenant, 1u);
+  EXPECT_DOUBLE_EQ((*classes)[3].tenant_node_share, 0.5);
+  EXPECT_DOUBLE_EQ((*classes)[0].tenant_node_share, 1.0);
 }
 
 TEST(TrafficClassesFlag, RejectsBadValues) {
@@ -89,7 +94,8 @@ TEST(TrafficClassesFlag, RejectsBadValues) {
   ASSERT_TRUE(bands.ok());
   for (const char* text :
        {"a", "a:0", "a:-1", "a:x", "a:1:band=nope", "a:1:weight=2", "a:1:tenant=t:weight=0",
-        "a:1,a:2", "a:1:colour=red", "a:1:band", "a:1:tenant=t:weight=2,b:1:tenant=t:weight=3"}) {
+        "a:1,a:2", "a:1:colour=red", "a:1:band", "a:1:tenant=t:weight=2,b:1:tenant=t:weight=3",
+        "a:1:share=0.5", "a:1:tenant=t:share=0", "a:1:tenant=t:share=2"}) {
     auto classes = parse_traffic_classes(text, *bands);
     ASSERT_FALSE(classes.ok()) << text;
     EXPECT_NE(classes.error().message.find("--traffic-classes"), std::string::npos) << text;

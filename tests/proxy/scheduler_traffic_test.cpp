@@ -21,12 +21,12 @@ struct Recorder : SchedulerObserver {
 
 class SchedulerTrafficTest : public ::testing::Test {
  protected:
-  void make(TrafficOptions traffic, std::size_t capacity = 64) {
+  void make(TrafficOptions traffic, std::size_t capacity = 64, std::uint32_t running = 1) {
     SchedulerOptions options;
     options.traffic = std::move(traffic);
     options.queue_capacity = capacity;
     options.queue_timeout = 30s;
-    options.node_limits = NodeLoad{1'000'000, 1};  // one request at a time
+    options.node_limits = NodeLoad{1'000'000, running};  // default: one request at a time
     options.prefix.enabled = false;
     options.observer = &recorder;
     auto policy = sched::make_placement_policy("least-outstanding");
@@ -190,6 +190,53 @@ TEST_F(SchedulerTrafficTest, TenantsShareABandFairlyWhateverTheirBacklog) {
   }
   EXPECT_EQ(order, (Ids{20, 10, 21, 11, 12, 13}))
       << "tenant 7 already had one placed: the small tenant goes first, then they alternate";
+}
+
+TEST_F(SchedulerTrafficTest, ANodeShareLeavesHeadroomForTheUrgentBand) {
+  TrafficOptions traffic = two_bands();
+  traffic.bands[1].node_share = 0.5;
+  make(traffic, 64, /*running=*/4);
+  for (std::uint64_t id = 1; id <= 4; ++id) submit(ticket(id, 1));
+  EXPECT_EQ(pass(), (Ids{1, 2})) << "the low band may fill half of the node";
+  submit(ticket(5, 0));
+  EXPECT_EQ(pass(), Ids{5}) << "the urgent one goes at once: no wait for a slot";
+  submit(ticket(6, 0));
+  EXPECT_EQ(pass(), Ids{6}) << "the low tickets waiting before it do not block it";
+  EXPECT_TRUE(release_one().empty()) << "three running: over the low band's half";
+  EXPECT_TRUE(release_one().empty()) << "two running: at the low band's half";
+  EXPECT_EQ(release_one(), Ids{3}) << "below half again: the low band goes on";
+}
+
+TEST_F(SchedulerTrafficTest, ATenantsNodeShareLeavesHeadroomForTheOthers) {
+  make(TrafficOptions{}, 64, /*running=*/4);
+  for (std::uint64_t id = 1; id <= 4; ++id) {
+    Ticket t = ticket(id, 0, 7);
+    t.tenant_node_share = 0.5;
+    submit(std::move(t));
+  }
+  EXPECT_EQ(pass(), (Ids{1, 2})) << "tenant 7 may fill half of the node";
+  submit(ticket(20, 0, 8));
+  EXPECT_EQ(pass(), Ids{20}) << "another tenant finds room at once";
+}
+
+TEST_F(SchedulerTrafficTest, AFullQueueDropsFromTheTenantOverItsShare) {
+  make(TrafficOptions{}, /*capacity=*/4);
+  submit(ticket(1, 0, 7));
+  EXPECT_EQ(pass(), Ids{1});
+  for (std::uint64_t id = 10; id < 14; ++id) submit(ticket(id, 0, 7));  // the queue is full
+  submit(ticket(20, 0, 8));  // tenant 8 holds none of it: tenant 7's newest makes room
+  EXPECT_TRUE(pass().empty());
+  ASSERT_TRUE(errors.contains(13));
+  EXPECT_EQ(errors.at(13).code, ErrorCode::kResourceExhausted);
+  EXPECT_EQ(recorder.shed.at(13), ShedReason::kQueueShare);
+  submit(ticket(21, 0, 8));  // 2 against 2 (tenant 7 holds 3): still over its share
+  EXPECT_TRUE(pass().empty());
+  EXPECT_TRUE(errors.contains(12));
+  const Status third = scheduler->submit(ticket(22, 0, 8));  // 3 against 2: not any more
+  ASSERT_FALSE(third.ok());
+  EXPECT_EQ(third.error().code, ErrorCode::kResourceExhausted);
+  const Status again = scheduler->submit(ticket(14, 0, 7));
+  EXPECT_FALSE(again.ok()) << "tenant 7 cannot take its place back";
 }
 
 TEST_F(SchedulerTrafficTest, WithoutClassesThePolicysOrderIsUnchanged) {

@@ -29,6 +29,7 @@ class TrafficRulesTest : public ::testing::Test {
     gold.name = "gold";
     gold.api_keys_file = keys("gold", "# gold's keys\nsk-gold-1\nsk-gold-2\n");
     gold.weight = 4;
+    gold.node_share = 0.8;
     gold.min_priority = -10;
     gold.default_priority = -1;
     TenantConfig free;
@@ -57,6 +58,7 @@ TEST_F(TrafficRulesTest, KeysNameTheirTenantAndTheTenantsDefaults) {
   ASSERT_TRUE(gold.ok());
   EXPECT_EQ(gold->tenant, 1u);
   EXPECT_EQ(gold->weight, 4.0);
+  EXPECT_EQ(gold->node_share, 0.8);
   EXPECT_EQ(gold->priority, -1) << "the tenant's default";
   EXPECT_EQ(gold->band, 0);
   EXPECT_EQ(rules->tenant_name(1), "gold");

@@ -25,6 +25,7 @@ struct TrafficClass {
   std::uint8_t band = 0;     // index into the gateway's bands (0: the most urgent)
   std::uint32_t tenant = 0;  // 0: none (no fair queuing between tenants)
   double tenant_weight = 1.0;
+  double tenant_node_share = 1.0;  // the tenant's share of each node's thresholds
   friend bool operator==(const TrafficClass&, const TrafficClass&) = default;
 };
 

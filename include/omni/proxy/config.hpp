@@ -118,7 +118,9 @@ struct TenantConfig {
   std::string name;
   // Its clients' keys, one per line (as api_keys_file); each is also accepted as an API key.
   std::optional<std::string> api_keys_file;
-  double weight = 1.0;                // its share against the other tenants of a band
+  double weight = 1.0;  // its share against the other tenants of a band
+  // Its requests see each node's thresholds scaled by this (0, 1]: headroom for the others.
+  double node_share = 1.0;
   std::int64_t default_priority = 0;  // a request of it that names no priority
   // The most urgent priority its requests may ask for; more urgent ones are clamped to it.
   std::int64_t min_priority = 0;

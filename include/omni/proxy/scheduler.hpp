@@ -114,6 +114,7 @@ enum class ShedReason : std::uint8_t {
   kEvicted,      // the queue was full and a more urgent ticket needed its place
   kBandFull,     // its band already had max_waiting tickets waiting
   kBandTimeout,  // it waited past its band's queue timeout
+  kQueueShare,   // the queue was full and its tenant held more of it than the newcomer's
 };
 std::string_view shed_reason_name(ShedReason reason) noexcept;
 
@@ -237,6 +238,8 @@ struct Ticket {
   std::uint8_t band = 0;
   std::uint32_t tenant = 0;
   double tenant_weight = 1.0;
+  // The tenant's share of each node's thresholds (0, 1]; with its band's, the smaller holds.
+  double tenant_node_share = 1.0;
 };
 
 // Load taken by a dispatched ticket, handed back with release().
@@ -367,6 +370,7 @@ class Scheduler {
     std::string_view group;
     bool possible = true;   // any_possible() of the ticket that blocked them
     std::uint8_t band = 0;  // the effective band of the ticket that blocked them
+    double share = 1.0;     // the node share it saw: it blocks only tickets with no more
   };
   struct Waiting {
     Ticket ticket;
@@ -385,6 +389,9 @@ class Scheduler {
   const BandSpec* band_spec(std::uint8_t band) const;
   Status admit_band(const Ticket& ticket);
   bool evict_for(const Ticket& incoming, TimePoint now);
+  std::deque<Waiting>::iterator sheddable_victim(const Ticket& incoming);
+  std::deque<Waiting>::iterator share_victim(const Ticket& incoming);
+  double node_share(const Ticket& ticket) const;
   Error timeout_error(const Ticket& ticket);
   // Leaves the queue (the caller removes the entry): wait causes closed and reported.
   void leave(Waiting& waiting, TimePoint now);

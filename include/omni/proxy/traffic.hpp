@@ -11,6 +11,11 @@
 // room for a more urgent one, it may hold at most max_waiting tickets, and it may have a
 // shorter queue timeout.
 //
+// Fair drop: when the queue is full and nothing sheddable and less urgent can make room, the
+// newest ticket of the tenant holding the most of the incoming ticket's band (per weight) gives
+// its place up, if that tenant holds more than the newcomer's would with it: a tenant that
+// floods the queue cannot lock the others out of it.
+//
 // Tenants: inside a band, tickets of different tenants are ordered by start-time fair queuing
 // (Goyal, Vin and Cheng, 1996) on their token cost divided by the tenant's weight; inside one
 // tenant the policy's own order holds. Bound (tested): for two tenants that stay backlogged,
@@ -39,6 +44,10 @@ struct BandSpec {
   Duration queue_timeout{};
   // Sheddable bands: more waiting tickets than this are refused at submit; 0: no bound of its own.
   std::size_t max_waiting = 0;
+  // Its tickets see each node's thresholds scaled by this (0, 1]: a less urgent band kept below
+  // 1 leaves the rest of every node to the more urgent ones, which then need not wait for a
+  // slot (headroom). An idle node still takes one.
+  double node_share = 1.0;
   friend bool operator==(const BandSpec&, const BandSpec&) = default;
 };
 

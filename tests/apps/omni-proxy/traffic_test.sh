@@ -15,11 +15,11 @@ traffic:
   bands:
     - {name: interactive, max_priority: -1}
     - {name: standard, max_priority: 0}
-    - {name: batch, max_priority: 100, sheddable: true, max_waiting: 1}
+    - {name: batch, max_priority: 100, sheddable: true, max_waiting: 1, node_share: 0.9}
   aging: 0s
   tenants:
     - {name: gold, api_keys_file: $work/gold.keys, weight: 4, min_priority: -10}
-    - {name: free, api_keys_file: $work/free.keys, max_concurrency: 2}
+    - {name: free, api_keys_file: $work/free.keys, max_concurrency: 2, node_share: 0.5}
     - {name: metered, api_keys_file: $work/metered.keys, tokens_per_second: 5, burst_tokens: 20}
 EOF
 start_proxy tm --config "$work/traffic.yaml" --pd-mode aggregated \
