@@ -13,6 +13,12 @@ namespace json = boost::json;
 double ms(Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 double seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
 
+std::array<double, kWaitCauses> waits_ms(const WaitTimes& waited) {
+  std::array<double, kWaitCauses> out{};
+  for (std::size_t cause = 0; cause < kWaitCauses; ++cause) out[cause] = ms(waited[cause]);
+  return out;
+}
+
 std::string access_line(const Call& call, Duration e2e) {
   json::object line;
   line["ts"] = iso_time(call.wall);
@@ -27,6 +33,7 @@ std::string access_line(const Call& call, Duration e2e) {
   line["prompt_tokens_estimate"] = call.info.prompt_tokens;
   line["max_tokens"] = call.info.max_tokens;
   line["band"] = call.band_name;
+  line["queue_wait_ms"] = waits_json(waits_ms(call.waited));
   line["priority"] = call.traffic.priority;
   if (!call.tenant_name.empty()) line["tenant"] = call.tenant_name;
   line["output_events"] = call.life.output_tokens();
@@ -237,6 +244,10 @@ void finish_call(Call& call) {
   decision.migrations = call.migration.count;
   if (auto ttft = call.life.ttft()) decision.ttft_ms = ms(*ttft);
   decision.e2e_ms = ms(e2e);
+  decision.band = call.band_name;
+  decision.tenant = call.tenant_name;
+  decision.priority = call.traffic.priority;
+  decision.waited_ms = waits_ms(call.waited);
   g.decisions.add(std::move(decision));
 }
 

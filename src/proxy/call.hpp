@@ -153,6 +153,7 @@ struct Call {
   std::string band_name;
   std::optional<TenantSlot> tenant_slot;
   std::uint64_t retry_after_s = 1;  // a 429's Retry-After
+  WaitTimes waited{};               // every leg's time in the proxy queue, by cause
 
   EngineClient& engine(const boost::asio::any_io_executor& executor, Role role) const {
     return g.engine_clients(executor, role);

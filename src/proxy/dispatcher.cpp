@@ -252,7 +252,7 @@ void Dispatcher::deliver(std::vector<Decision>& decisions) {
       pending.on_decision(std::move(decision.lease).error());
       continue;
     }
-    Placement placement{*decision.lease, {}, {}};
+    Placement placement{*decision.lease, {}, {}, decision.waited};
     auto name = names_.find(placement.lease.node);
     if (name == names_.end()) {
       refresh_names();

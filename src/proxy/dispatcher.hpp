@@ -40,6 +40,7 @@ struct Placement {
   Lease lease;
   std::string node;
   std::string group;
+  WaitTimes waited{};  // its time in the queue, by cause
 };
 // Called in the master context (any thread: the submitter's, another submitter's, or the
 // background thread), exactly once per accepted ticket (kCancelled at stop()).

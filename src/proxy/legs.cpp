@@ -136,6 +136,9 @@ Task<Result<Leg>> next_leg(Call& call, const LegRequest& wanted) {
     Ticket ticket = make_ticket(call, request);
     auto placement = co_await acquire(call.g, std::move(ticket), &call);
     if (!placement) co_return std::move(placement).error();
+    for (std::size_t cause = 0; cause < kWaitCauses; ++cause) {
+      call.waited[cause] += placement->waited[cause];
+    }
     LeaseGuard lease(*call.g.dispatcher, placement->lease);
     auto node = call.g.directory.find(placement->node);
     if (!node) {  // removed by a reload meanwhile: try another

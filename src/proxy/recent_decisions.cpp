@@ -16,6 +16,16 @@ std::string iso_time(std::chrono::system_clock::time_point wall) {
   return std::string(buf, n) + "." + std::to_string(1'000'000 + micros % 1'000'000).substr(1) + "Z";
 }
 
+boost::json::object waits_json(const std::array<double, kWaitCauses>& waited_ms) {
+  boost::json::object waits;
+  for (std::size_t cause = 0; cause < waited_ms.size(); ++cause) {
+    if (waited_ms[cause] > 0) {
+      waits[wait_cause_name(static_cast<WaitCause>(cause))] = waited_ms[cause];
+    }
+  }
+  return waits;
+}
+
 void RecentDecisions::add(RoutingDecision decision) {
   std::lock_guard lock(mu_);
   if (ring_.size() >= capacity_) ring_.pop_front();
@@ -40,6 +50,10 @@ std::string RecentDecisions::json() const {
       item["migrations"] = it->migrations;
       if (it->ttft_ms >= 0) item["ttft_ms"] = it->ttft_ms;
       item["e2e_ms"] = it->e2e_ms;
+      item["band"] = it->band;
+      if (!it->tenant.empty()) item["tenant"] = it->tenant;
+      item["priority"] = it->priority;
+      item["queue_wait_ms"] = waits_json(it->waited_ms);
       list.push_back(std::move(item));
     }
   }

@@ -4,6 +4,7 @@
 // and formats nothing: the time is formatted when the list is read.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +12,10 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+
+#include <boost/json/object.hpp>
+
+#include "omni/proxy/traffic.hpp"
 
 namespace omni::proxy {
 
@@ -30,7 +35,14 @@ struct RoutingDecision {
   std::uint32_t migrations = 0;
   double ttft_ms = -1;  // < 0: no first token
   double e2e_ms = 0;
+  std::string band;    // empty: no traffic classes
+  std::string tenant;  // empty: none
+  std::int64_t priority = 0;
+  std::array<double, kWaitCauses> waited_ms{};  // its queue time by WaitCause
 };
+
+// {"no_capacity": 71.2, ...}: the causes a request waited for (> 0 only), in ms.
+boost::json::object waits_json(const std::array<double, kWaitCauses>& waited_ms);
 
 class RecentDecisions {
  public:

@@ -335,9 +335,9 @@ void Scheduler::schedule(std::vector<Decision>& decisions) {
         entry.band = band;
         fair_.placed(entry);
       }
-      decisions.push_back({ticket.id, lease});
-      finished_[index] = 1;
       leave(waiting, now);
+      decisions.push_back({ticket.id, lease, waiting.waited});
+      finished_[index] = 1;
       continue;
     }
     note_cause(waiting,
@@ -363,6 +363,7 @@ void Scheduler::schedule(std::vector<Decision>& decisions) {
     if (finished_[index]) {
       if (waiting.held) --decodes_held_now_;
       leave(waiting, now);
+      decisions.back().waited = waiting.waited;
     }
   }
   // Compact the queue in place. Never move an entry onto itself: a self-moved vector is left

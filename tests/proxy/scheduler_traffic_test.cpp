@@ -57,6 +57,7 @@ class SchedulerTrafficTest : public ::testing::Test {
   std::vector<std::uint64_t> pass() {
     std::vector<std::uint64_t> placed;
     for (Decision& decision : scheduler->schedule()) {
+      decided_waits[decision.ticket] = decision.waited;
       if (decision.lease) {
         placed.push_back(decision.ticket);
         leases.push_back(*decision.lease);
@@ -78,6 +79,7 @@ class SchedulerTrafficTest : public ::testing::Test {
   std::unique_ptr<Scheduler> scheduler;
   std::vector<Lease> leases;
   std::map<std::uint64_t, Error> errors;
+  std::map<std::uint64_t, WaitTimes> decided_waits;  // Decision::waited
 };
 
 using Ids = std::vector<std::uint64_t>;
@@ -175,6 +177,8 @@ TEST_F(SchedulerTrafficTest, EveryWaitIsSplitByItsCause) {
   EXPECT_EQ(recorder.waits.at(3)[cause(WaitCause::kNoCapacity)], 1s)
       << "alone after the urgent one left, it waited for capacity";
   EXPECT_EQ(recorder.waits.at(1)[cause(WaitCause::kNoCapacity)], 0s);
+  EXPECT_EQ(decided_waits.at(3), recorder.waits.at(3)) << "the decision carries its receipt";
+  EXPECT_EQ(decided_waits.at(2), recorder.waits.at(2));
 }
 
 TEST_F(SchedulerTrafficTest, TenantsShareABandFairlyWhateverTheirBacklog) {

@@ -255,6 +255,7 @@ struct Lease {
 struct Decision {
   std::uint64_t ticket = 0;
   Result<Lease> lease;  // kTimeout: waited past queue_timeout; kUnavailable: no node at all
+  WaitTimes waited{};   // how long it waited for each cause (the request's receipt)
 };
 
 enum class NodeHealth : int { kUp, kDown, kEjected, kTrial };

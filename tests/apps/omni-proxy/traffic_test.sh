@@ -71,6 +71,14 @@ order=$(jq -r '.x_request_id | split("-")[0]' "$work/busy.jsonl" | tr '\n' ' ')
 [ "$order" = "first urgent standard batch1 " ] || fail "engine order: $order"
 jq -s -e 'map(select(.request_id == "urgent"))[0] | .band == "interactive" and .priority == -5 and .tenant == "gold"' \
   "$work/tm.access.jsonl" >/dev/null || fail "access log: $(grep urgent "$work/tm.access.jsonl")"
+# Each request's receipt says why it waited: the standard one behind the interactive one.
+jq -s -e 'map(select(.request_id == "standard"))[0].queue_wait_ms | .priority > 0 and .no_capacity > 0' \
+  "$work/tm.access.jsonl" >/dev/null || fail "queue_wait_ms: $(grep standard "$work/tm.access.jsonl")"
+jq -s -e 'map(select(.request_id == "first"))[0].queue_wait_ms | ([.[]] | add // 0) < 5' \
+  "$work/tm.access.jsonl" >/dev/null || fail "the first request did not wait"
+get /admin/decisions >/dev/null
+body_has '[.decisions[] | select(.request_id == "batch1")][0] | .band == "batch" and .tenant == "gold" and .priority == 50 and .queue_wait_ms.priority > 0' \
+  "/admin/decisions: $(cat "$work/body")"
 
 # A tenant without the right to raise its priority is clamped to its min_priority (0), counted.
 expect_status 200 "$(post /v1/completions '{"prompt":"x","max_tokens":1,"priority":-7}' \
