@@ -43,18 +43,17 @@ usage_chunk() { sed -n 's/^data: \({.*\)/\1/p' "$1" | jq -cS 'select(.usage != n
 if [ "${3:-}" = --measure ]; then
   n=${4:-400}
   SIM_SPEED=${SIM_SPEED:-1000}  # the model clock fast: the engine's CPU is its request work
-  sim_port=$(free_port); plain_port=$(free_port); conv_port=$(free_port)
+  sim_port=$(free_port)
   start_sim engine "$sim_port"
   sim_pid=${pids[-1]}
   proxy_pids=()
   for kind in plain conv; do
     port_var=${kind}_port
     flags=(); [ "$kind" = conv ] && flags=(--chat-to-completions)
-    "$proxy_bin" --listen-port "${!port_var}" --pd-mode aggregated --decode-endpoints "127.0.0.1:$sim_port" \
-      --tokenizer "$tokenizer" "${flags[@]}" >"$work/proxy-$kind.log" 2>&1 &
-    pids+=($!)
-    proxy_pids+=($!)
-    wait_port "${!port_var}"
+    start_omni_proxy "proxy-$kind" --pd-mode aggregated --decode-endpoints "127.0.0.1:$sim_port" \
+      --tokenizer "$tokenizer" "${flags[@]}"
+    printf -v "$port_var" '%s' "$PROXY_PORT"
+    proxy_pids+=("$PROXY_PID")
   done
   python3 - "$sim_pid" "$plain_port" "$conv_port" "$n" "${proxy_pids[@]}" <<'PY'
 import json, os, sys, urllib.request
@@ -117,7 +116,7 @@ fi
 grep -q "chat_to_completions: .*chat_template" "$work/notmpl.out" ||
   fail "no startup error about the missing template: $(cat "$work/notmpl.out")"
 
-prefill_port=$(free_port); decode_port=$(free_port); proxy_port=$(free_port)
+prefill_port=$(free_port); decode_port=$(free_port)
 start_sim prefill "$prefill_port" --disaggregation-mode prefill
 start_sim decode "$decode_port" --disaggregation-mode decode
 
@@ -144,13 +143,11 @@ ref_long_status=$(chat "$decode_port" rid-long "$too_long" "$work/ref-long.json"
 
 # In omni-sim the SGLang bootstrap service (parallel mode) is the prefill instance's HTTP port.
 for mode in aggregated sequential parallel; do
-  "$proxy_bin" --listen-port "$proxy_port" --pd-mode "$mode" --prefill-endpoints "127.0.0.1:$prefill_port" \
+  start_omni_proxy "proxy-$mode" --pd-mode "$mode" --prefill-endpoints "127.0.0.1:$prefill_port" \
     --bootstrap-port "$prefill_port" \
     --decode-endpoints "127.0.0.1:$decode_port" --tokenizer "$tokenizer" --chat-to-completions \
-    --access-log "$work/access-$mode.jsonl" >"$work/proxy-$mode.log" 2>&1 &
-  proxy_pid=$!
-  pids+=("$proxy_pid")
-  wait_port "$proxy_port"
+    --access-log "$work/access-$mode.jsonl"
+  proxy_pid=$PROXY_PID proxy_port=$PROXY_PORT
 
   status=$(chat "$proxy_port" rid-plain "$plain" "$work/got.json")
   [ "$status" = 200 ] || fail "$mode: non-streaming status $status: $(cat "$work/got.json")"

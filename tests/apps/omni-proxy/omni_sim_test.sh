@@ -6,18 +6,16 @@ proxy_bin=${1:?usage: omni_sim_test.sh omni-proxy omni-sim}
 sim_bin=${2:?missing omni-sim}
 SIM_ARGS=(--speed 100)
 . "$(dirname "$0")/sim_lib.sh"
-prefill_port=$(free_port); decode_port=$(free_port); proxy_port=$(free_port)
+prefill_port=$(free_port); decode_port=$(free_port)
 start_sim prefill "$prefill_port" --disaggregation-mode prefill
 start_sim decode "$decode_port" --disaggregation-mode decode
 
 # In omni-sim the SGLang bootstrap service is the prefill instance's HTTP port.
 for mode in sequential parallel aggregated; do
-  "$proxy_bin" --listen-port "$proxy_port" --pd-mode "$mode" --prefill-endpoints "127.0.0.1:$prefill_port" \
+  start_omni_proxy "proxy-$mode" --pd-mode "$mode" --prefill-endpoints "127.0.0.1:$prefill_port" \
     --bootstrap-port "$prefill_port" \
-    --decode-endpoints "127.0.0.1:$decode_port" >"$work/proxy-$mode.log" 2>&1 &
-  proxy_pid=$!
-  pids+=("$proxy_pid")
-  wait_port "$proxy_port"
+    --decode-endpoints "127.0.0.1:$decode_port"
+  proxy_pid=$PROXY_PID proxy_port=$PROXY_PORT
   status=$(curl -s -o "$work/body" -w '%{http_code}' -H 'Content-Type: application/json' \
     --data '{"model":"deepseek-ai/DeepSeek-V3","prompt":"The capital of France is","max_tokens":8}' \
     "http://127.0.0.1:$proxy_port/v1/completions")
@@ -43,11 +41,9 @@ lp_port=$(free_port); ld_port=$(free_port)
 KV_CONFIG=$(lease_cfg) start_sim leaseprefill "$lp_port" --disaggregation-mode prefill
 KV_CONFIG=$(lease_cfg) start_sim faildecode "$ld_port" --disaggregation-mode decode
 decode_pid=${pids[-1]}
-"$proxy_bin" --listen-port "$proxy_port" --prefill-endpoints "127.0.0.1:$lp_port" \
-  --decode-endpoints "127.0.0.1:$ld_port" --health-interval 0s --access-log "$work/redo.access.jsonl" \
-  >"$work/proxy-redo.log" 2>&1 &
-pids+=($!)
-wait_port "$proxy_port"
+start_omni_proxy proxy-redo --prefill-endpoints "127.0.0.1:$lp_port" \
+  --decode-endpoints "127.0.0.1:$ld_port" --health-interval 0s --access-log "$work/redo.access.jsonl"
+proxy_port=$PROXY_PORT
 kill -STOP "$decode_pid"
 curl -s -o "$work/redo.json" -w '%{http_code}' -H 'Content-Type: application/json' \
   --data '{"model":"deepseek-ai/DeepSeek-V3","prompt":"The capital of France is","max_tokens":8}' \

@@ -32,14 +32,10 @@ start_sim decode "$dport" --disaggregation-mode decode
 
 start_proxy() {  # start_proxy NAME [flags...]: sets PROXY_PORT
   local name=$1; shift
-  PROXY_PORT=$(free_port)
-  "$proxy_bin" --listen-port "$PROXY_PORT" --prefill-endpoints "127.0.0.1:$pa,127.0.0.1:$pb" \
+  start_omni_proxy "$name" --prefill-endpoints "127.0.0.1:$pa,127.0.0.1:$pb" \
     --decode-endpoints "127.0.0.1:$dport" --block-size 16 --hash-seed 7 "${tok_args[@]}" \
     --kv-events-endpoints "127.0.0.1:$pa=tcp://127.0.0.1:$ea,127.0.0.1:$pb=tcp://127.0.0.1:$eb" \
-    --prefix-index-predicted-ttl 1ms --access-log "$work/$name.access.jsonl" "$@" >"$work/$name.log" 2>&1 &
-  PROXY_PID=$!
-  pids+=("$PROXY_PID")
-  wait_port "$PROXY_PORT"
+    --prefix-index-predicted-ttl 1ms --access-log "$work/$name.access.jsonl" "$@"
 }
 
 # The shared prefix (~600 tokens) and a suffix per request, as text or as token ids.

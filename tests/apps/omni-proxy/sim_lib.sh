@@ -16,6 +16,22 @@ wait_port() {
   for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done
   fail "nothing listens on $1"
 }
+# start_omni_proxy NAME [flags...]: $proxy_bin on an ephemeral port, read back from its log (a port
+# picked in advance can be taken by another test's process before the proxy binds it, and the
+# requests would then go to that process); sets PROXY_PORT and PROXY_PID; logs to $work/NAME.log.
+start_omni_proxy() {
+  local name=$1; shift
+  "$proxy_bin" --listen-port 0 "$@" >"$work/$name.log" 2>&1 &
+  PROXY_PID=$!
+  pids+=("$PROXY_PID")
+  for _ in $(seq 200); do
+    grep -q "listening on http" "$work/$name.log" 2>/dev/null && break
+    kill -0 "$PROXY_PID" 2>/dev/null || fail "omni-proxy $name exited: $(tail -3 "$work/$name.log")"
+    sleep 0.05
+  done
+  PROXY_PORT=$(sed -n 's|.*listening on https\{0,1\}://[^ ]*:\([0-9]*\) .*|\1|p' "$work/$name.log" | head -1)
+  [ -n "$PROXY_PORT" ] || fail "omni-proxy $name did not start"
+}
 nixl='{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
 # start_sim NAME PORT [flags...]: one omni-sim (DeepSeek-V3 on 8 x H800, NixlConnector or
 # $KV_CONFIG, a small KV cache) on PORT with $SIM_ARGS and the extra flags; waits until it
