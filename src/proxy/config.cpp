@@ -92,7 +92,8 @@ void describe_tenant(config::Schema<TenantConfig>& s) {
   using C = TenantConfig;
   s.field("name", &C::name, "The tenant's name (metrics, access log)").non_empty();
   s.field("api_keys_file", &C::api_keys_file,
-          "Its clients' keys, one per line (also accepted as API keys); re-read on reload")
+          "Its clients' keys, one per line (also accepted as API keys); re-read on reload; "
+          "optional with traffic.tenant_header")
       .non_empty();
   s.field("weight", &C::weight, "Its share against the other tenants of a band").min(0.001);
   s.field("node_share", &C::node_share,
@@ -126,6 +127,10 @@ void describe_traffic(config::Schema<TrafficConfig>& s) {
   s.field("priority_header", &C::priority_header,
           "Request header that may carry the priority (wins over the body's field)")
       .non_empty();
+  s.field("tenant_header", &C::tenant_header,
+          "Request header naming the tenant of a request whose key names none (only behind a "
+          "front that authenticates clients and sets it)")
+      .non_empty();
   s.list("tenants", &C::tenants, "Tenants, by their clients' keys (YAML only)", describe_tenant);
 }
 
@@ -154,9 +159,10 @@ Status valid_traffic(const TrafficConfig& t) {
                           "traffic.tenants: two tenants are named '" + tenant.name + "'");
       }
     }
-    if (!tenant.api_keys_file) {
+    if (!tenant.api_keys_file && !t.tenant_header) {
       return make_error(ErrorCode::kInvalidArgument,
-                        "traffic.tenants: '" + tenant.name + "' needs an api_keys_file");
+                        "traffic.tenants: '" + tenant.name +
+                            "' needs an api_keys_file (or traffic.tenant_header to name it)");
     }
     if (tenant.default_priority < tenant.min_priority) {
       return make_error(ErrorCode::kInvalidArgument,

@@ -522,8 +522,11 @@ Task<bool> classify_traffic(Call& call) {
   const TrafficRules& rules = authority->traffic;
   auto classified = rules.classify(call.request.headers, call.info.priority);
   if (!classified) {
-    co_await answer_error(call, 400, classified.error().message, RequestOutcome::kClientError,
-                          "BadRequestError", "priority");
+    // A bad priority names its field; an unknown tenant in the tenant header names none.
+    const std::string& message = classified.error().message;
+    const bool priority = message.starts_with(rules.priority_header());
+    co_await answer_error(call, 400, message, RequestOutcome::kClientError, "BadRequestError",
+                          priority ? "priority" : "");
     co_return false;
   }
   call.traffic = *classified;

@@ -81,6 +81,18 @@ Result<RequestClass> TrafficRules::classify(const http::Headers& headers,
   if (!keys_.empty()) {
     if (auto token = bearer_token(headers)) result.tenant = tenant_of(*token);
   }
+  if (result.tenant == 0 && config_.tenant_header) {
+    if (auto name = headers.get(*config_.tenant_header)) {
+      const auto& tenants = config_.tenants;
+      auto it = std::find_if(tenants.begin(), tenants.end(),
+                             [&](const TenantConfig& t) { return t.name == *name; });
+      if (it == tenants.end()) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          *config_.tenant_header + " names no configured tenant");
+      }
+      result.tenant = static_cast<std::uint32_t>(it - tenants.begin() + 1);
+    }
+  }
   std::int64_t default_priority = config_.default_priority;
   std::int64_t min_priority = config_.min_priority;
   if (result.tenant != 0) {

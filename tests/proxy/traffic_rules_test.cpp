@@ -88,6 +88,31 @@ TEST_F(TrafficRulesTest, TheHeaderWinsAndNobodyRaisesThemselvesPastTheirLimit) {
   EXPECT_TRUE(anonymous->clamped);
 }
 
+TEST_F(TrafficRulesTest, ATenantHeaderNamesTheTenantOfRequestsWithoutATenantKey) {
+  TrafficConfig c = config();
+  c.tenant_header = "X-Tenant";
+  TenantConfig batch;
+  batch.name = "batch";  // named by the header only: no key file
+  batch.weight = 0.5;
+  c.tenants.push_back(batch);
+  auto rules = TrafficRules::load(c);
+  ASSERT_TRUE(rules.ok()) << rules.error().message;
+  http::Headers h = headers("");
+  h.add("X-Tenant", "batch");
+  auto named = rules->classify(h, std::nullopt);
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ(named->tenant, 3u);
+  EXPECT_EQ(named->weight, 0.5);
+  http::Headers keyed = headers("sk-gold-1");
+  keyed.add("X-Tenant", "batch");
+  EXPECT_EQ(rules->classify(keyed, std::nullopt)->tenant, 1u) << "a tenant's key wins";
+  http::Headers unknown = headers("");
+  unknown.add("X-Tenant", "nobody");
+  auto refused = rules->classify(unknown, std::nullopt);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("X-Tenant names no configured tenant"), std::string::npos);
+}
+
 TEST_F(TrafficRulesTest, BadHeadersAndKeyFilesAreErrors) {
   auto rules = TrafficRules::load(config());
   ASSERT_TRUE(rules.ok());

@@ -142,6 +142,10 @@ struct TrafficConfig {
   std::int64_t min_priority = 0;
   // The request header that may carry a priority (an integer; it wins over the body's field).
   std::string priority_header = "X-Omni-Priority";
+  // A request whose key names no tenant may name one by this header (its value: a tenant's
+  // name). Anyone can send a header: set it only behind a front that authenticates clients and
+  // sets (or strips) it. None: tenants are named by their keys only.
+  std::optional<std::string> tenant_header;
   std::vector<TenantConfig> tenants;
 };
 
