@@ -198,6 +198,22 @@ void say_request_events(const Call& call) {
 
 }  // namespace
 
+std::string decision_receipt(const Call& call) {
+  std::string out =
+      "band=" + call.band_name + "; priority=" + std::to_string(call.traffic.priority);
+  if (!call.tenant_name.empty()) out += "; tenant=" + call.tenant_name;
+  if (!call.prefill_node.empty()) out += "; prefill=" + call.prefill_node;
+  if (!call.decode_node.empty()) out += "; decode=" + call.decode_node;
+  std::string waits;
+  for (std::size_t cause = 0; cause < kWaitCauses; ++cause) {
+    if (call.waited[cause] <= Duration::zero()) continue;
+    if (!waits.empty()) waits += ",";
+    waits += fmt::format("{}:{:.3f}", wait_cause_name(static_cast<WaitCause>(cause)),
+                         ms(call.waited[cause]));
+  }
+  return out + "; queue_wait_ms=" + (waits.empty() ? "0" : waits);
+}
+
 void finish_call(Call& call) {
   Gateway::Impl& g = call.g;
   call.life.mark(Stage::kDone, g.clock.now());

@@ -154,6 +154,8 @@ struct Call {
   std::optional<TenantSlot> tenant_slot;
   std::uint64_t retry_after_s = 1;  // a 429's Retry-After
   WaitTimes waited{};               // every leg's time in the proxy queue, by cause
+  // X-Omni-Explain: 1 from an operator: the answer carries X-Omni-Decision (decision_receipt).
+  bool explain = false;
 
   EngineClient& engine(const boost::asio::any_io_executor& executor, Role role) const {
     return g.engine_clients(executor, role);
@@ -302,5 +304,8 @@ Task<bool> leg_cancelled();
 
 // Writes the access-log line and the metrics of a finished call.
 void finish_call(Call& call);
+// The request's routing decision in one header value: "band=standard; priority=0; tenant=gold;
+// prefill=10.0.0.1:8000; decode=10.0.0.2:8000; queue_wait_ms=no_capacity:1.2,priority:0.4".
+std::string decision_receipt(const Call& call);
 
 }  // namespace omni::proxy

@@ -55,6 +55,7 @@ http::Headers client_headers(const Call& call, const http::Headers& upstream) {
   headers.add("Content-Type",
               std::string(upstream.get("Content-Type").value_or("application/json")));
   headers.add("X-Request-Id", call.request_id);
+  if (call.explain) headers.add("X-Omni-Decision", decision_receipt(call));
   return headers;
 }
 

@@ -72,6 +72,7 @@ Task<void> prefill_answers(Call& call, http::Response answer) {
   response.headers.add(
       "Content-Type", std::string(answer.headers.get("Content-Type").value_or("application/json")));
   response.headers.add("X-Request-Id", call.request_id);
+  if (call.explain) response.headers.add("X-Omni-Decision", decision_receipt(call));
   response.body = std::move(answer.body);
   if (auto hidden = hide_transfer_params(response.body)) response.body = std::move(*hidden);
   std::string not_completion;
@@ -515,6 +516,17 @@ Task<void> run_with_migration(Call& call) {
   co_await end_open_stream(call);
 }
 
+// X-Omni-Explain: 1 is honoured for operators only, as /admin/* is: with an admin token
+// configured, the request carries it in X-Omni-Admin-Token; without one, it comes from a
+// local client.
+bool may_explain(const Gateway::Impl::Authority& authority, const http::Request& request) {
+  const auto explain = request.headers.get("X-Omni-Explain");
+  if (!explain || *explain != "1") return false;
+  if (authority.access.admin.empty()) return is_local_client(request);
+  const auto token = request.headers.get("X-Omni-Admin-Token");
+  return token && authority.access.admin.accepts(*token);
+}
+
 // The request's traffic class: its tenant (by its key), priority and band; a tenant over one of
 // its limits is refused here with 429 and a Retry-After from its token bucket. False: answered.
 Task<bool> classify_traffic(Call& call) {
@@ -530,6 +542,7 @@ Task<bool> classify_traffic(Call& call) {
     co_return false;
   }
   call.traffic = *classified;
+  call.explain = may_explain(*authority, call.request);
   call.tenant_name = rules.tenant_name(call.traffic.tenant);
   call.band_name = rules.band_name(call.traffic.band);
   if (call.traffic.clamped) {

@@ -120,4 +120,22 @@ has '^omni_proxy_class_requests_total\{band="interactive",tenant="gold"\} 1$'
 has '^omni_proxy_queue_wait_seconds_count\{band="standard",cause="priority"\} [1-9]'
 has '^omni_proxy_queue_wait_seconds_count\{band="interactive",cause="no_capacity"\} [1-9]'
 
+# X-Omni-Explain: 1 puts the request's receipt in X-Omni-Decision, for operators only: here a
+# local client without the admin token gets nothing, one with it gets the receipt.
+printf 'admin-secret\n' >"$work/admin_token"
+stop_pid "$PID_tm"
+start_proxy explain --config "$work/traffic.yaml" --pd-mode aggregated \
+  --decode-endpoints "127.0.0.1:$PORT_busy" --admin-token-file "$work/admin_token"
+expect_status 200 "$(post /v1/completions '{"prompt":"x","max_tokens":1}' "${gold[@]}" \
+  -H 'X-Omni-Explain: 1')" "explain without the admin token"
+if grep -qi '^x-omni-decision' "$work/headers"; then fail "a receipt without the admin token"; fi
+expect_status 200 "$(post /v1/completions '{"prompt":"x","max_tokens":1,"stream":true}' \
+  "${gold[@]}" -H 'X-Omni-Explain: 1' -H 'X-Omni-Admin-Token: admin-secret' \
+  -H 'X-Omni-Priority: -2')" "explain with the admin token"
+receipt=$(sed -n 's/^[Xx]-[Oo]mni-[Dd]ecision: *//p' "$work/headers" | tr -d '\r')
+case "$receipt" in
+  "band=interactive; priority=-2; tenant=gold; decode=127.0.0.1:$PORT_busy; queue_wait_ms="*) ;;
+  *) fail "receipt: '$receipt'" ;;
+esac
+
 echo "PASS"
