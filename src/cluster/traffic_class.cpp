@@ -118,17 +118,12 @@ Result<std::vector<proxy::BandSpec>> parse_traffic_bands(std::string_view text) 
                        "' (known: sheddable, weight=W, timeout=S, max-waiting=N, share=F)");
       }
     }
-    for (const proxy::BandSpec& before : bands) {
-      if (before.name == band.name) return bad(kBandsFlag, item, "band named twice");
-    }
-    if (!bands.empty() && band.max_priority <= bands.back().max_priority) {
-      return bad(kBandsFlag, item,
-                 "max_priority must be above the previous band's (most urgent band first)");
-    }
     bands.push_back(std::move(band));
   }
-  if (bands.size() > 255) {
-    return Error{ErrorCode::kInvalidArgument, std::string(kBandsFlag) + ": at most 255 bands"};
+  // The gateway core's own check, as omni-proxy's configuration runs it.
+  if (Status valid = proxy::valid_bands(bands); !valid) {
+    return Error{ErrorCode::kInvalidArgument,
+                 std::string(kBandsFlag) + ": " + valid.error().message};
   }
   return bands;
 }

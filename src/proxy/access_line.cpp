@@ -226,11 +226,7 @@ void finish_call(Call& call) {
                                          : 0;
     call.tenant_slot->finish(completion);
   }
-  if (!call.band_name.empty()) {
-    if (auto child = g.metrics.class_requests->with({call.band_name, call.tenant_name})) {
-      (*child)->inc();
-    }
-  }
+  if (call.class_counter) call.class_counter->inc();
   const Duration e2e = *call.life.at(Stage::kDone) - *call.life.at(Stage::kReceived);
   const auto route = static_cast<std::size_t>(
       call.api == Api::kCompletions ? RouteId::kCompletions : RouteId::kChatCompletions);

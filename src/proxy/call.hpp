@@ -152,8 +152,9 @@ struct Call {
   std::string tenant_name;
   std::string band_name;
   std::optional<TenantSlot> tenant_slot;
-  std::uint64_t retry_after_s = 1;  // a 429's Retry-After
-  WaitTimes waited{};               // every leg's time in the proxy queue, by cause
+  metrics::Counter* class_counter = nullptr;  // omni_proxy_class_requests_total{band, tenant}
+  std::uint64_t retry_after_s = 1;            // a 429's Retry-After
+  WaitTimes waited{};                         // every leg's time in the proxy queue, by cause
   // X-Omni-Explain: 1 from an operator: the answer carries X-Omni-Decision (decision_receipt).
   bool explain = false;
 

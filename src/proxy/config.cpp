@@ -135,21 +135,8 @@ void describe_traffic(config::Schema<TrafficConfig>& s) {
 }
 
 Status valid_traffic(const TrafficConfig& t) {
-  for (std::size_t i = 0; i < t.bands.size(); ++i) {
-    for (std::size_t j = 0; j < i; ++j) {
-      if (t.bands[j].name == t.bands[i].name) {
-        return make_error(ErrorCode::kInvalidArgument,
-                          "traffic.bands: two bands are named '" + t.bands[i].name + "'");
-      }
-    }
-    if (i > 0 && t.bands[i].max_priority <= t.bands[i - 1].max_priority) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "traffic.bands: max_priority must grow from band to band ('" +
-                            t.bands[i].name + "' after '" + t.bands[i - 1].name + "')");
-    }
-  }
-  if (t.bands.size() > 16) {
-    return make_error(ErrorCode::kInvalidArgument, "traffic.bands: at most 16 bands");
+  if (Status bands = valid_bands(t.bands); !bands) {
+    return make_error(ErrorCode::kInvalidArgument, "traffic.bands: " + bands.error().message);
   }
   for (std::size_t i = 0; i < t.tenants.size(); ++i) {
     const TenantConfig& tenant = t.tenants[i];

@@ -22,32 +22,6 @@ struct Run {
 
 }  // namespace
 
-std::string_view band_order_name(BandOrder order) noexcept {
-  return order == BandOrder::kStrict ? "strict" : "weighted";
-}
-
-std::uint8_t band_of_priority(const std::vector<BandSpec>& bands, std::int64_t priority) noexcept {
-  for (std::size_t i = 0; i < bands.size(); ++i) {
-    if (priority <= bands[i].max_priority) return static_cast<std::uint8_t>(i);
-  }
-  return bands.empty() ? 0 : static_cast<std::uint8_t>(bands.size() - 1);
-}
-
-std::string_view band_name(const std::vector<BandSpec>& bands, std::uint8_t band) noexcept {
-  if (band < bands.size()) return bands[band].name;
-  return "default";
-}
-
-std::string_view wait_cause_name(WaitCause cause) noexcept {
-  switch (cause) {
-    case WaitCause::kNoCapacity: return "no_capacity";
-    case WaitCause::kPolicyHold: return "policy_hold";
-    case WaitCause::kPriority: return "priority";
-    case WaitCause::kQueueOrder: return "queue_order";
-  }
-  return "unknown";
-}
-
 void FairOrder::configure(const TrafficOptions& options) {
   band_order_ = options.order;
   band_weights_.clear();
@@ -78,8 +52,7 @@ void sfq_merge(std::span<const Run> runs, std::span<const std::size_t> seq,
   std::vector<std::size_t> next(runs.size());
   for (std::size_t r = 0; r < runs.size(); ++r) {
     next[r] = runs[r].begin;
-    auto it = finish.find(runs[r].key);
-    heads.emplace(it == finish.end() ? virtual_time : std::max(virtual_time, it->second), r);
+    heads.emplace(FairOrder::start_tag(virtual_time, finish, runs[r].key), r);
   }
   while (!heads.empty()) {
     const auto [start, r] = heads.top();

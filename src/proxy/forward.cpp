@@ -545,6 +545,7 @@ Task<bool> classify_traffic(Call& call) {
   call.explain = may_explain(*authority, call.request);
   call.tenant_name = rules.tenant_name(call.traffic.tenant);
   call.band_name = rules.band_name(call.traffic.band);
+  call.class_counter = authority->class_counter(call.traffic.band, call.traffic.tenant);
   if (call.traffic.clamped) {
     if (auto child = call.g.metrics.priority_clamped->with({call.tenant_name})) (*child)->inc();
   }

@@ -468,6 +468,14 @@ Status install_credentials(Gateway::Impl& g, const ProxyConfig& config) {
     g.tenants.limiter.configure(traffic->limits(), g.clock.now());
   }
   authority->traffic = std::move(*traffic);
+  const TrafficRules& rules = authority->traffic;
+  for (std::size_t band = 0; band < rules.band_count(); ++band) {
+    for (std::uint32_t tenant = 0; tenant <= rules.tenant_count(); ++tenant) {
+      auto child = g.metrics.class_requests->with(
+          {rules.band_name(static_cast<std::uint8_t>(band)), rules.tenant_name(tenant)});
+      authority->class_requests.push_back(child ? *child : nullptr);
+    }
+  }
   if (secrets->admin_token) authority->access.admin = Credentials({*secrets->admin_token});
   authority->access.admin_listener = config.admin_listen.has_value();
   if (secrets->engine_api_key)

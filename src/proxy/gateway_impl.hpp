@@ -127,6 +127,14 @@ struct Gateway::Impl {
     AccessRules access;
     std::string engine_authorization;  // "Bearer <key>", or empty: none sent
     TrafficRules traffic;              // tenants by key, priorities and bands
+    // omni_proxy_class_requests_total's child of each (band, tenant), looked up once here
+    // rather than per request: [band * (tenants + 1) + tenant].
+    std::vector<metrics::Counter*> class_requests;
+    metrics::Counter* class_counter(std::uint8_t band, std::uint32_t tenant) const {
+      const std::size_t tenants = traffic.tenant_count() + 1;
+      const std::size_t at = std::size_t{band} * tenants + tenant;
+      return at < class_requests.size() ? class_requests[at] : nullptr;
+    }
   };
   std::atomic<std::shared_ptr<const Authority>> authority;
   SteadyClock steady_clock;

@@ -186,7 +186,7 @@ std::deque<Scheduler::Waiting>::iterator Scheduler::sheddable_victim(const Ticke
 // The newest ticket, in the incoming ticket's band, of the tenant holding the most of that band
 // per weight, if it holds more than the incoming ticket's tenant would with it.
 std::deque<Scheduler::Waiting>::iterator Scheduler::share_victim(const Ticket& incoming) {
-  if (!classes() && incoming.tenant == 0) return queue_.end();
+  if (!tenants_seen_) return queue_.end();  // one tenant (none): nobody is over its share
   struct Held {
     std::size_t count = 0;
     double weight = 1.0;

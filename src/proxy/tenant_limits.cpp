@@ -1,7 +1,6 @@
 #include "omni/proxy/tenant_limits.hpp"
 
 #include <algorithm>
-#include <cmath>
 
 namespace omni::proxy {
 

@@ -6,6 +6,7 @@
 // Threading: immutable after load(); shared by every I/O thread.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -46,6 +47,8 @@ class TrafficRules {
   std::string_view tenant_name(std::uint32_t tenant) const;
   std::string_view band_name(std::uint8_t band) const;
   bool has_tenants() const noexcept { return !config_.tenants.empty(); }
+  std::size_t tenant_count() const noexcept { return config_.tenants.size(); }
+  std::size_t band_count() const noexcept { return std::max<std::size_t>(config_.bands.size(), 1); }
   std::vector<TenantLimit> limits() const;
   // Every tenant's keys: each is also a client API key.
   const std::vector<std::string>& keys() const noexcept { return keys_; }

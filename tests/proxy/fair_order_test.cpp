@@ -154,5 +154,31 @@ TEST(FairOrder, BandsOfPriorities) {
   EXPECT_EQ(band_name({}, 0), "default");
 }
 
+TEST(FairOrder, OneCheckOfABandListForTheProxyAndTheSimulator) {
+  EXPECT_TRUE(valid_bands({}).ok());
+  EXPECT_TRUE(valid_bands({{"high", -1}, {"low", 0}}).ok());
+  const std::vector<std::vector<BandSpec>> bad = {
+      {{"a", 0}, {"a", 1}},                // a name twice
+      {{"high", 0}, {"low", 0}},           // max_priority not growing
+      {{"low", 5}, {"high", -1}},          // least urgent first
+      {{"", 0}},                           // no name
+      {{"a", 0, 0.0}},                     // weight 0
+      {{"a", 0, 1.0, false, {}, 0, 0.0}},  // node_share 0
+      {{"a", 0, 1.0, false, {}, 0, 1.5}},  // node_share over 1
+  };
+  for (const auto& bands : bad) {
+    const Status status = valid_bands(bands);
+    ASSERT_FALSE(status.ok()) << bands.front().name;
+    EXPECT_EQ(status.error().code, ErrorCode::kInvalidArgument);
+  }
+  std::vector<BandSpec> many;
+  for (std::int64_t i = 0; i <= static_cast<std::int64_t>(kMaxBands); ++i) {
+    many.push_back({"b" + std::to_string(i), i});
+  }
+  EXPECT_FALSE(valid_bands(many).ok()) << "more than kMaxBands";
+  many.pop_back();
+  EXPECT_TRUE(valid_bands(many).ok());
+}
+
 }  // namespace
 }  // namespace omni::proxy

@@ -39,15 +39,15 @@ class FairOrder {
   void order(std::vector<Entry>& entries, std::vector<std::size_t>& out);
   // The ticket described by `entry` was placed: its tags advance.
   void placed(const Entry& entry);
+  // SFQ's start tag of the next ticket of `key`: max(virtual time, its last finish tag).
+  static double start_tag(double virtual_time, const std::unordered_map<std::uint32_t, double>& f,
+                          std::uint32_t key);
 
  private:
   struct Tags {
     double virtual_time = 0.0;
     std::unordered_map<std::uint32_t, double> finish;  // per tenant
   };
-  // Start tag of the next ticket of `key` under the virtual time given.
-  static double start_tag(double virtual_time, const std::unordered_map<std::uint32_t, double>& f,
-                          std::uint32_t key);
   void prune(Tags& tags);
 
   BandOrder band_order_ = BandOrder::kStrict;

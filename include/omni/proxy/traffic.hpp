@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "omni/common/clock.hpp"
+#include "omni/common/result.hpp"
 
 namespace omni::proxy {
 
@@ -61,6 +62,13 @@ struct TrafficOptions {
   // A waiting ticket rises one band per `aging` waited (0s: never).
   Duration aging = std::chrono::seconds(10);
 };
+
+// At most this many bands (a ticket's band is a byte; more bands than this help nobody).
+inline constexpr std::size_t kMaxBands = 16;
+// The one check of a band list, for omni-proxy's configuration and omni-cluster's flag alike:
+// at most kMaxBands, unique non-empty names, max_priority growing (most urgent first), weight
+// > 0 and node_share in (0, 1]. kInvalidArgument naming the band.
+Status valid_bands(const std::vector<BandSpec>& bands);
 
 // The band of a priority under `bands` (0 when there are none).
 std::uint8_t band_of_priority(const std::vector<BandSpec>& bands, std::int64_t priority) noexcept;
